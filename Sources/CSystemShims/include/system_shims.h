@@ -1,0 +1,9 @@
+#ifndef VAULTAIRE_SYSTEM_SHIMS_H
+#define VAULTAIRE_SYSTEM_SHIMS_H
+
+/// syncfs(2), hidden from Swift behind _GNU_SOURCE.
+int vaultaire_syncfs(int fd);
+/// prctl(PR_SET_DUMPABLE, 0): no core dumps, no ptrace by same-uid processes. prctl is variadic.
+int vaultaire_disable_core_dumps(void);
+
+#endif

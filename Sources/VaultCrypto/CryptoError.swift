@@ -1,0 +1,20 @@
+/// Failures of the cryptographic layer.
+public enum CryptoError: Error, Equatable, CustomStringConvertible {
+    /// A sealed box did not authenticate: wrong key, or altered ciphertext, tag, nonce or AAD.
+    case authenticationFailure
+    /// A key, nonce or buffer had the wrong length for the operation.
+    case invalidLength(what: String, expected: Int, actual: Int)
+    /// OpenSSL reported an internal failure; carries `ERR_get_error()`.
+    case openSSLFailure(operation: String, code: UInt)
+    /// The system random generator could not deliver bytes.
+    case randomUnavailable
+
+    public var description: String {
+        switch self {
+        case .authenticationFailure: return "authentication failed (wrong key or altered data)"
+        case let .invalidLength(what, expected, actual): return "\(what) must be \(expected) bytes, got \(actual)"
+        case let .openSSLFailure(operation, code): return "OpenSSL \(operation) failed (error \(code))"
+        case .randomUnavailable: return "the system random generator is unavailable"
+        }
+    }
+}

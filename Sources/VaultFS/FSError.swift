@@ -1,0 +1,38 @@
+import Glibc
+import VaultFormat
+import VaultSystem
+
+/// A filesystem failure as an errno (what the mount returns as `-errno`), with a reason for logs.
+public struct FSError: Error, CustomStringConvertible, Equatable {
+    public let errno: Int32
+    public let reason: String
+
+    public init(_ errno: Int32, _ reason: String = "") {
+        self.errno = errno
+        self.reason = reason
+    }
+
+    public var description: String {
+        let text = String(cString: strerror(errno))
+        return reason.isEmpty ? text : "\(reason): \(text)"
+    }
+
+    public static func == (a: FSError, b: FSError) -> Bool { a.errno == b.errno }
+
+    /// The errno for any error thrown below the mount: damaged data is EIO, system failures keep theirs.
+    public static func errno(for error: Error) -> Int32 {
+        switch error {
+        case let e as FSError: return e.errno
+        case let e as SystemError: return e.errno
+        case is FormatError: return EIO
+        default: return EIO
+        }
+    }
+}
+
+/// Wall-clock time in nanoseconds since the epoch.
+public func nowNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}

@@ -1,0 +1,201 @@
+import Glibc
+import VaultCrypto
+import VaultFormat
+
+/// The data path of one open regular file, shared by all its handles: reads and writes at any offset
+/// onto the chunked stream, with a one-chunk plaintext write-back cache (in wiping storage).
+///
+/// Invariants between operations, which make every chunk's final flag right:
+/// every chunk on disk below the last is sealed non-final, and the last chunk is sealed final —
+/// except the chunk held dirty in the cache, which is sealed with the right flag when written back.
+/// Callers hold `lock` around every method.
+final class OpenFile {
+    let id: UInt64
+    let blob: FileBlob
+    let lock = Mutex()
+    let chunkSize: Int
+    var size: Int
+    var handles = 0
+    var writers = 0
+    /// The index marks this file as possibly ahead of its record (a crash may have left the last
+    /// chunk sealed non-final); only then does a read of the last chunk accept either flag.
+    var tolerateLastChunkFlag: Bool
+    var modifiedSinceCommit = false
+
+    private let cache: SecureBytes
+    private var cacheIndex = -1
+    private var cacheDirty = false
+    /// Chunks 0..<onDisk hold valid sealed data on disk.
+    private var onDisk: Int
+    private var slot: [UInt8]
+
+    init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool) throws {
+        self.id = id
+        self.blob = blob
+        self.chunkSize = blob.chunkSize
+        self.size = size
+        self.tolerateLastChunkFlag = tolerateLastChunkFlag
+        self.cache = SecureBytes(count: blob.chunkSize)
+        self.onDisk = (size + blob.chunkSize - 1) / blob.chunkSize
+        self.slot = [UInt8](repeating: 0, count: blob.slotSize)
+    }
+
+    var chunkCount: Int { (size + chunkSize - 1) / chunkSize }
+
+    // MARK: Chunk I/O
+
+    private func readFromDisk(_ index: Int, into buffer: UnsafeMutableRawBufferPointer) throws {
+        let last = index == chunkCount - 1
+        try slot.withUnsafeMutableBytes { s in
+            do {
+                try blob.readChunk(index, final: last, into: buffer, scratch: s)
+            } catch let FormatError.damaged(why) where last && tolerateLastChunkFlag {
+                do { try blob.readChunk(index, final: false, into: buffer, scratch: s) } catch { throw FormatError.damaged(why) }
+            }
+        }
+    }
+
+    private func writeToDisk(_ index: Int, from buffer: UnsafeRawBufferPointer) throws {
+        try slot.withUnsafeMutableBytes { s in
+            try blob.writeChunk(index, final: index == chunkCount - 1, from: buffer, scratch: s)
+        }
+        onDisk = max(onDisk, index + 1)
+    }
+
+    /// Brings chunk `index` into the cache (writing back whatever was there).
+    private func load(_ index: Int) throws {
+        if cacheIndex == index { return }
+        try writeBack()
+        cacheIndex = -1
+        try cache.withUnsafeMutableBytes { c in
+            if index < onDisk {
+                try readFromDisk(index, into: c)
+            } else {
+                memset(c.baseAddress!, 0, c.count)
+            }
+        }
+        cacheIndex = index
+    }
+
+    /// Seals the dirty cached chunk to disk.
+    func writeBack() throws {
+        guard cacheDirty, cacheIndex >= 0 else { return }
+        try cache.withUnsafeBytes { try writeToDisk(cacheIndex, from: $0) }
+        cacheDirty = false
+    }
+
+    // MARK: Operations
+
+    /// Reads up to `buffer.count` bytes at `offset`; returns the count (0 at or past the end).
+    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard offset < size, buffer.count > 0 else { return 0 }
+        let length = min(buffer.count, size - offset)
+        var done = 0
+        while done < length {
+            let position = offset + done
+            let index = position / chunkSize
+            let within = position % chunkSize
+            let take = min(chunkSize - within, length - done)
+            if index != cacheIndex && within == 0 && take == chunkSize && index < onDisk {
+                // Whole chunk: decrypt straight into the caller's buffer.
+                try readFromDisk(index, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + chunkSize]))
+            } else {
+                try load(index)
+                cache.withUnsafeBytes { c in
+                    memcpy(buffer.baseAddress! + done, c.baseAddress! + within, take)
+                }
+            }
+            done += take
+        }
+        return length
+    }
+
+    /// Writes `data` at `offset`, growing the file (gaps read as zeros).
+    func write(at offset: Int, from data: UnsafeRawBufferPointer) throws {
+        guard data.count > 0 else { return }
+        let end = offset + data.count
+        if end > size { try grow(to: end, firstWrittenChunk: offset / chunkSize) }
+        modifiedSinceCommit = true
+        var done = 0
+        while done < data.count {
+            let position = offset + done
+            let index = position / chunkSize
+            let within = position % chunkSize
+            let take = min(chunkSize - within, data.count - done)
+            if within == 0 && take == chunkSize {
+                if cacheIndex == index { cacheIndex = -1; cacheDirty = false }
+                try writeToDisk(index, from: UnsafeRawBufferPointer(rebasing: data[done..<done + chunkSize]))
+            } else {
+                try load(index)
+                cache.withUnsafeMutableBytes { c in
+                    memcpy(c.baseAddress! + within, data.baseAddress! + done, take)
+                }
+                cacheDirty = true
+            }
+            done += take
+        }
+    }
+
+    /// Extends the file to `newSize`: zeroes the old last chunk's tail and marks it for resealing
+    /// non-final, and fills whole chunks between the old end and `firstWrittenChunk` with sealed zeros.
+    private func grow(to newSize: Int, firstWrittenChunk: Int) throws {
+        let oldCount = chunkCount
+        if oldCount > 0 {
+            let lastIndex = oldCount - 1
+            let used = size - lastIndex * chunkSize
+            let newCount = (newSize + chunkSize - 1) / chunkSize
+            if used < chunkSize || newCount > oldCount {
+                try load(lastIndex)
+                cache.withUnsafeMutableBytes { c in memset(c.baseAddress! + used, 0, chunkSize - used) }
+                cacheDirty = true
+            }
+        }
+        size = newSize
+        if firstWrittenChunk > oldCount {
+            var zeros = [UInt8](repeating: 0, count: chunkSize)
+            try zeros.withUnsafeMutableBytes { z in
+                for index in oldCount..<firstWrittenChunk where index != cacheIndex {
+                    try writeToDisk(index, from: UnsafeRawBufferPointer(z))
+                }
+            }
+        }
+        modifiedSinceCommit = true
+    }
+
+    /// Sets the size. Shrinking reseals the new last chunk (tail zeroed, final) and cuts the blob.
+    func truncate(to newSize: Int) throws {
+        if newSize > size {
+            try grow(to: newSize, firstWrittenChunk: (newSize + chunkSize - 1) / chunkSize)
+            try writeBack()
+            return
+        }
+        guard newSize < size else { return }
+        let newCount = (newSize + chunkSize - 1) / chunkSize
+        if cacheIndex >= newCount { cacheIndex = -1; cacheDirty = false }
+        if newCount > 0 {
+            let lastIndex = newCount - 1
+            try load(lastIndex)
+            let used = newSize - lastIndex * chunkSize
+            cache.withUnsafeMutableBytes { c in memset(c.baseAddress! + used, 0, chunkSize - used) }
+            cacheDirty = true
+        }
+        size = newSize
+        try writeBack()
+        try blob.truncate(toChunks: newCount)
+        onDisk = min(onDisk, newCount)
+        modifiedSinceCommit = true
+    }
+
+    /// Writes back and makes the blob durable.
+    func sync() throws {
+        try writeBack()
+        try blob.sync()
+    }
+
+    /// Drops the plaintext cache (wiped) — on release and on lock.
+    func dropCache() {
+        cache.wipe()
+        cacheIndex = -1
+        cacheDirty = false
+    }
+}

@@ -1,0 +1,117 @@
+import Glibc
+import VaultCrypto
+import VaultFormat
+import VaultSystem
+
+extension UnlockedVault {
+    /// Journals every pending record change; with `durable`, syncs blobs and journal first.
+    public func commit(durable: Bool) throws {
+        let files = meta.withLock { Array(openFiles.values) }
+        for f in files { try commitFile(f, durable: false) }
+        try meta.withLock {
+            if durable { try syncBackingStore() }
+            let pending = dirtyInodes.compactMap { state.inodes[$0] }.map { IndexChange.putInode($0) }
+            if !pending.isEmpty { try commitChanges(pending) }
+            if durable { try index.sync() }
+        }
+    }
+
+    /// syncfs(2) on the filesystem holding the vault: every blob write is durable after this.
+    func syncBackingStore() throws {
+        try FileSystem.syncFileSystem(containing: layout.root)
+    }
+
+    /// Locks the vault: persists everything, clears crash marks, compacts if due, records the index
+    /// generation in the keychain, then wipes every key and plaintext cache. Idempotent.
+    public func close() throws {
+        guard !isClosed else { return }
+        defer { wipeAndRelease() }
+        guard !readOnly else { return }
+        let files = meta.withLock { Array(openFiles.values) }
+        for f in files { try commitFile(f, durable: false) }
+        try meta.withLock {
+            try syncBackingStore()
+            var changes: [IndexChange] = []
+            for (id, var node) in state.inodes where node.needsCheck || dirtyInodes.contains(id) {
+                if openFiles[id] == nil { node.needsCheck = false }
+                changes.append(.putInode(node))
+            }
+            if !changes.isEmpty { try commitChanges(changes) }
+            try index.sync()
+            if index.wantsCompaction { try index.compact(state) }
+        }
+        try generations?.setGeneration(index.lastSeq, for: header.vaultID)
+    }
+
+    /// Drops keys and caches now (also the path taken when persisting failed).
+    func wipeAndRelease() {
+        meta.withLock {
+            for f in openFiles.values { f.lock.withLock { f.dropCache() } }
+            openFiles.removeAll()
+            index.close()
+            keys.wipe()
+            isClosed = true
+        }
+        releaseLock()
+    }
+
+    /// The index generation (last journal sequence number).
+    public var generation: UInt64 { meta.withLock { index.lastSeq } }
+
+    // MARK: Crash recovery
+
+    /// Repairs what an interrupted session left: files marked `needsCheck` get their blob cut back to the
+    /// index size and their last chunk resealed final; inodes with no links left are removed.
+    func recoverAfterCrash() throws {
+        var repaired = 0, orphans = 0
+        var changes: [IndexChange] = []
+        for (id, var node) in state.inodes {
+            if node.kind != .directory && node.linkCount == 0 {
+                changes.append(.removeInode(id))
+                deleteBlob(node)
+                orphans += 1
+                continue
+            }
+            guard node.needsCheck, node.kind == .file else { continue }
+            do {
+                try reconcile(node)
+            } catch {
+                notices.append("file \(id) could not be repaired after the interrupted session: \(error)")
+                continue
+            }
+            node.needsCheck = false
+            changes.append(.putInode(node))
+            repaired += 1
+        }
+        if !changes.isEmpty {
+            try commitChanges(changes)
+            try index.sync()
+        }
+        if repaired > 0 || orphans > 0 {
+            notices.append("recovered from an interrupted session: \(repaired) file(s) checked, \(orphans) unlinked inode(s) removed")
+        }
+    }
+
+    private func reconcile(_ node: Inode) throws {
+        let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
+                                             vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                                             writable: true)
+        let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
+        let onDisk = try blob.chunksOnDisk()
+        if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: min(onDisk, count)) }
+        guard count > 0 else { return }
+        let plain = SecureBytes(count: blob.chunkSize)
+        var slot = [UInt8](repeating: 0, count: blob.slotSize)
+        try plain.withUnsafeMutableBytes { p in
+            try slot.withUnsafeMutableBytes { s in
+                do {
+                    try blob.readChunk(count - 1, final: true, into: p, scratch: s)
+                } catch FormatError.damaged {
+                    try blob.readChunk(count - 1, final: false, into: p, scratch: s)
+                    try blob.writeChunk(count - 1, final: true, from: UnsafeRawBufferPointer(p), scratch: s)
+                }
+            }
+        }
+        try blob.sync()
+    }
+}

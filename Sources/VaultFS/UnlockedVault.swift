@@ -1,0 +1,134 @@
+import Glibc
+import VaultCrypto
+import VaultFormat
+import VaultKeychain
+import VaultSystem
+
+/// An open, unlocked vault: the filesystem engine the mount and the command work through.
+/// Metadata lives in the decrypted index (guarded by `meta`); each open file has its own lock.
+/// Lock order: a file's lock before `meta`, never the reverse.
+public final class UnlockedVault {
+    public let layout: VaultLayout
+    public let header: VaultHeader
+    public let readOnly: Bool
+    let keys: KeySchedule
+    let index: IndexStore
+    let meta = Mutex()
+    var state: IndexState
+    var openFiles: [UInt64: OpenFile] = [:]
+    /// Inodes whose in-memory record differs from the journal (sizes and times from writes).
+    var dirtyInodes: Set<UInt64> = []
+    private var lockFile: VaultLock?
+    func releaseLock() { lockFile = nil }
+    let generations: Keychain?
+    public internal(set) var notices: [String] = []
+    public internal(set) var isClosed = false
+
+    public static let maximumNameLength = 255
+
+    init(layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?) throws {
+        self.layout = layout
+        self.header = header
+        self.readOnly = readOnly
+        self.keys = KeySchedule(master: master)
+        self.generations = generations
+        if !readOnly { lockFile = try VaultLock.acquire(layout.lockFile) }
+        if let stale = lockFile?.staleNotice { notices.append(stale) }
+        index = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)
+        let (loaded, report) = try index.load(forWriting: !readOnly)
+        state = loaded
+        notices += report.notices
+        if let seen = try generations?.generation(for: header.vaultID), seen > index.lastSeq {
+            lockFile = nil
+            throw FormatError.rollback(seen: seen, found: index.lastSeq)
+        }
+        if !readOnly { try recoverAfterCrash() }
+    }
+
+    var chunkSizeLog2: UInt8 { header.chunkSizeLog2 }
+
+    // MARK: Lookups
+
+    func record(_ id: UInt64) throws -> Inode {
+        guard let inode = state.inodes[id] else { throw FSError(ENOENT) }
+        return inode
+    }
+
+    func directoryEntries(_ id: UInt64) throws -> [String: UInt64] {
+        guard let inode = state.inodes[id] else { throw FSError(ENOENT) }
+        guard inode.kind == .directory, let entries = state.entries[id] else { throw FSError(ENOTDIR) }
+        return entries
+    }
+
+    static func checkName(_ name: String) throws {
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else { throw FSError(EINVAL, "invalid name") }
+        guard name.utf8.count <= maximumNameLength else { throw FSError(ENAMETOOLONG) }
+    }
+
+    /// The inode record `id`, with the live size of an open file.
+    public func attributes(_ id: UInt64) throws -> Inode {
+        try meta.withLock { try record(id) }
+    }
+
+    public func lookup(_ parent: UInt64, _ name: String) throws -> Inode {
+        try meta.withLock {
+            guard name.utf8.count <= UnlockedVault.maximumNameLength else { throw FSError(ENAMETOOLONG) }
+            guard let child = try directoryEntries(parent)[name] else { throw FSError(ENOENT) }
+            return try record(child)
+        }
+    }
+
+    /// Resolves an absolute path inside the vault ("/" is the root); symlinks are not followed.
+    public func resolve(_ path: String) throws -> Inode {
+        try meta.withLock {
+            var current = try record(Inode.rootID)
+            for part in path.split(separator: "/") where part != "." {
+                guard let child = try directoryEntries(current.id)[String(part)] else { throw FSError(ENOENT, path) }
+                current = try record(child)
+            }
+            return current
+        }
+    }
+
+    /// Splits a path into its parent directory's inode and the last name.
+    public func resolveParent(_ path: String) throws -> (UInt64, String) {
+        var parts = path.split(separator: "/").map(String.init)
+        guard let name = parts.popLast() else { throw FSError(EINVAL, "the root has no parent") }
+        let parent = try resolve("/" + parts.joined(separator: "/"))
+        guard parent.kind == .directory else { throw FSError(ENOTDIR, path) }
+        return (parent.id, name)
+    }
+
+    /// Directory listing, sorted by name.
+    public func list(_ id: UInt64) throws -> [(name: String, inode: Inode)] {
+        try meta.withLock {
+            try directoryEntries(id).sorted { $0.key < $1.key }.map { ($0.key, try record($0.value)) }
+        }
+    }
+
+    public var fileCount: Int { meta.withLock { state.inodes.count } }
+
+    // MARK: Journal
+
+    func requireWritable() throws {
+        guard !readOnly else { throw FSError(EROFS) }
+        guard !isClosed else { throw FSError(EIO, "vault is locked") }
+    }
+
+    /// Applies `changes` in memory and appends them to the journal as one record. Caller holds `meta`.
+    func commitChanges(_ changes: [IndexChange]) throws {
+        try index.append(changes)
+        for c in changes {
+            try state.apply(c)
+            if case let .putInode(inode) = c { dirtyInodes.remove(inode.id) }
+        }
+    }
+
+    /// Updates a record in memory only; it reaches the journal at the next commit point.
+    func touchInMemory(_ id: UInt64, _ update: (inout Inode) -> Void) {
+        guard var inode = state.inodes[id] else { return }
+        update(&inode)
+        state.inodes[id] = inode
+        dirtyInodes.insert(id)
+    }
+}

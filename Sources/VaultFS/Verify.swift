@@ -1,0 +1,88 @@
+import Glibc
+import VaultCrypto
+import VaultFormat
+import VaultSystem
+
+/// What `verify` found.
+public struct VerifyReport {
+    /// Paths (inside the vault) of files whose header, chunks or thumbnail failed, with the reason.
+    public var damaged: [(path: String, reason: String)] = []
+    /// Harmless findings, e.g. blobs no record points at (left by an interrupted create).
+    public var notices: [String] = []
+    public var filesChecked = 0
+    public var chunksChecked = 0
+    public var isIntact: Bool { damaged.isEmpty }
+}
+
+extension UnlockedVault {
+    /// Every path that names each inode (hard links give several).
+    func pathsByInode() -> [UInt64: [String]] {
+        var paths: [UInt64: [String]] = [:]
+        var stack: [(UInt64, String)] = [(Inode.rootID, "")]
+        while let (dir, prefix) = stack.popLast() {
+            for (name, child) in state.entries[dir] ?? [:] {
+                let p = prefix + "/" + name
+                paths[child, default: []].append(p)
+                if state.entries[child] != nil { stack.append((child, p)) }
+            }
+        }
+        return paths
+    }
+
+    /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
+    /// record (truncation and extension). `progress(done, total)` is called as files are checked.
+    public func verify(progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
+        var report = VerifyReport()
+        let (files, paths) = meta.withLock { (state.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, pathsByInode()) }
+        var referenced = Set<[UInt8]>()
+        for (n, node) in files.enumerated() {
+            referenced.insert(node.blobID)
+            let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
+            if let reason = verifyFile(node, report: &report) { report.damaged.append((name, reason)) }
+            report.filesChecked += 1
+            progress(n + 1, files.count)
+        }
+        if let onDisk = try? layout.blobIDsOnDisk() {
+            let stray = onDisk.filter { !referenced.contains($0) }.count
+            if stray > 0 { report.notices.append("\(stray) blob(s) belong to no file (left by an interrupted create; harmless)") }
+        }
+        return report
+    }
+
+    private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {
+        do {
+            let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
+                                                 vaultID: header.vaultID, headerKey: keys.fileHeader,
+                                                 chunkSizeLog2: chunkSizeLog2, writable: false)
+            let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
+            let onDisk = try blob.chunksOnDisk()
+            if onDisk < count { return "blob truncated: \(onDisk) of \(count) chunks" }
+            if try (onDisk > count || blob.trailingBytes() > 0) && !node.needsCheck {
+                return "blob extended beyond its recorded size"
+            }
+            let plain = SecureBytes(count: blob.chunkSize)
+            var slot = [UInt8](repeating: 0, count: blob.slotSize)
+            try plain.withUnsafeMutableBytes { p in
+                try slot.withUnsafeMutableBytes { s in
+                    for i in 0..<count {
+                        let last = i == count - 1
+                        do {
+                            try blob.readChunk(i, final: last, into: p, scratch: s)
+                        } catch FormatError.damaged where last && node.needsCheck {
+                            try blob.readChunk(i, final: false, into: p, scratch: s)
+                        }
+                        report.chunksChecked += 1
+                    }
+                }
+            }
+            _ = try thumbnail(node.id)
+            return nil
+        } catch let e as SystemError where e.errno == ENOENT {
+            return "blob missing"
+        } catch let FormatError.damaged(why) {
+            return why
+        } catch {
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,104 @@
+/// Little-endian binary writer for the on-disk structures.
+public struct ByteWriter {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    public mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
+    public mutating func raw<C: Collection>(_ v: C) where C.Element == UInt8 { bytes.append(contentsOf: v) }
+    /// u32 length, then the bytes.
+    public mutating func blob(_ v: [UInt8]) { u32(UInt32(v.count)); bytes.append(contentsOf: v) }
+    /// u16 length, then UTF-8.
+    public mutating func string(_ s: String) { let u = Array(s.utf8); u16(UInt16(u.count)); bytes.append(contentsOf: u) }
+}
+
+/// Bounds-checked reader: every overrun is a `FormatError.malformed`, never a trap.
+public struct ByteReader {
+    private let bytes: [UInt8]
+    public private(set) var offset: Int
+    private let what: String
+
+    public init(_ bytes: [UInt8], what: String) {
+        self.bytes = bytes
+        self.offset = 0
+        self.what = what
+    }
+
+    public var remaining: Int { bytes.count - offset }
+    public var isAtEnd: Bool { offset == bytes.count }
+
+    private mutating func take(_ n: Int) throws -> ArraySlice<UInt8> {
+        guard n >= 0, n <= remaining else { throw FormatError.malformed("\(what) ends early") }
+        defer { offset += n }
+        return bytes[offset..<offset + n]
+    }
+
+    private mutating func integer<T: FixedWidthInteger>(_: T.Type) throws -> T {
+        let s = try take(MemoryLayout<T>.size)
+        var v: T = 0
+        for (i, b) in s.enumerated() { v |= T(b) << (8 * i) }
+        return v
+    }
+
+    public mutating func u8() throws -> UInt8 { try integer(UInt8.self) }
+    public mutating func u16() throws -> UInt16 { try integer(UInt16.self) }
+    public mutating func u32() throws -> UInt32 { try integer(UInt32.self) }
+    public mutating func u64() throws -> UInt64 { try integer(UInt64.self) }
+    public mutating func i64() throws -> Int64 { Int64(bitPattern: try u64()) }
+    public mutating func raw(_ n: Int) throws -> [UInt8] { Array(try take(n)) }
+
+    /// A u32-length-prefixed byte string of at most `limit` bytes.
+    public mutating func blob(limit: Int) throws -> [UInt8] {
+        let n = Int(try u32())
+        guard n <= limit else { throw FormatError.malformed("\(what): field of \(n) bytes exceeds \(limit)") }
+        return try raw(n)
+    }
+
+    public mutating func string() throws -> String {
+        let n = Int(try u16())
+        let raw = try take(n)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw FormatError.malformed("\(what): invalid UTF-8") }
+        return s
+    }
+
+    public func expectEnd() throws {
+        guard isAtEnd else { throw FormatError.malformed("\(what) has \(remaining) trailing bytes") }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lower-case hexadecimal.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for b in self { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public init?(hex: String) {
+        let u = Array(hex.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 97...102: return c - 87
+            case 65...70: return c - 55
+            default: return nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i < u.count {
+            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
+            out.append(h << 4 | l)
+            i += 2
+        }
+        self = out
+    }
+}

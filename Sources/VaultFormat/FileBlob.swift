@@ -1,0 +1,173 @@
+import Glibc
+import VaultCrypto
+import VaultSystem
+
+/// One file's content on disk: a sealed header, then the content as a chunked AES-256-GCM stream.
+///
+///     "VLTF" | version u8 | chunk-size log2 u8 | reserved u16 | blob ID [16]          (24 bytes, public)
+///     header nonce [12] | sealed header [512 + 16]
+///     chunk 0 slot: nonce [12] | ciphertext [chunk size] | tag [16]
+///     chunk 1 slot: …
+///
+/// Header plaintext (512 bytes): content key [32] | name (u16 length + UTF-8) | MIME type (u16 + UTF-8) | zeros.
+/// Header AAD: "vaultaire.v1.file-header" ‖ the 24 public bytes ‖ vault ID ‖ inode ID (u64), which binds
+/// the blob to its index record: swapping two files' blobs fails authentication.
+/// Chunk AAD: blob ID ‖ chunk index (u64) ‖ final flag (u8) under the file's own random content key.
+/// Every chunk holds a whole chunk of plaintext (the tail beyond the file size is zeros), so the blob's
+/// size reveals only the chunk count. Every seal draws a fresh random nonce, so rewriting a chunk in
+/// place never reuses a (key, nonce) pair.
+public final class FileBlob {
+    public static let magic: [UInt8] = Array("VLTF".utf8)
+    public static let headerLabel = "vaultaire.v1.file-header"
+    static let publicSize = 24
+    static let headerPlaintextSize = 512
+    public static let headerSize = publicSize + 12 + headerPlaintextSize + 16
+    public static let chunkOverhead = 12 + 16
+    public static let maximumName = 255
+    public static let maximumMIME = 200
+
+    public let path: String
+    public let blobID: [UInt8]
+    public let chunkSize: Int
+    public var slotSize: Int { chunkSize + FileBlob.chunkOverhead }
+    private let fd: FileDescriptor
+    private let contentKey: SecureBytes
+
+    private init(path: String, fd: FileDescriptor, blobID: [UInt8], chunkSize: Int, contentKey: SecureBytes) {
+        self.path = path
+        self.fd = fd
+        self.blobID = blobID
+        self.chunkSize = chunkSize
+        self.contentKey = contentKey
+    }
+
+    static func publicBytes(blobID: [UInt8], chunkSizeLog2: UInt8) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(magic); w.u8(UInt8(VaultHeader.formatVersion)); w.u8(chunkSizeLog2); w.u16(0); w.raw(blobID)
+        return w.bytes
+    }
+
+    static func headerAAD(publicBytes: [UInt8], vaultID: [UInt8], inodeID: UInt64) -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Array(headerLabel.utf8)); w.raw(publicBytes); w.raw(vaultID); w.u64(inodeID)
+        return w.bytes
+    }
+
+    /// Creates the blob with a fresh content key and an empty stream.
+    public static func create(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+                              chunkSizeLog2: UInt8, name: String, mimeType: String) throws -> FileBlob {
+        let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        let contentKey = try SecureBytes(randomCount: 32)
+        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
+        try blob.writeHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
+                             name: name, mimeType: mimeType)
+        return blob
+    }
+
+    /// Opens and authenticates an existing blob's header.
+    public static func open(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+                            chunkSizeLog2: UInt8, writable: Bool) throws -> (FileBlob, name: String, mimeType: String) {
+        let fd = try FileDescriptor(path: path, flags: writable ? O_RDWR : O_RDONLY)
+        var head = [UInt8](repeating: 0, count: headerSize)
+        let n = try head.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
+        guard n == headerSize else { throw FormatError.damaged("file header truncated") }
+        let expected = publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
+        guard Array(head[0..<publicSize]) == expected else { throw FormatError.damaged("file header does not match its index record") }
+        let nonce = Array(head[publicSize..<publicSize + 12])
+        let sealed = Array(head[publicSize + 12..<headerSize])
+        var plain: [UInt8]
+        do {
+            plain = try AESGCM.open(sealed, using: headerKey, nonce: nonce,
+                                    authenticating: headerAAD(publicBytes: expected, vaultID: vaultID, inodeID: inodeID))
+        } catch CryptoError.authenticationFailure {
+            throw FormatError.damaged("file header fails authentication")
+        }
+        defer { for i in plain.indices { plain[i] = 0 } }
+        let key = SecureBytes(copying: plain[0..<32])
+        var r = ByteReader(Array(plain[32...]), what: "file header")
+        let name = try r.string()
+        let mime = try r.string()
+        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
+        return (blob, name, mime)
+    }
+
+    /// Reseals the header with a new name or MIME type (same content key, fresh nonce).
+    public func writeHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
+                            name: String, mimeType: String) throws {
+        let pub = FileBlob.publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
+        var w = ByteWriter(capacity: FileBlob.headerPlaintextSize)
+        contentKey.withUnsafeBytes { w.raw($0) }
+        w.string(String(decoding: name.utf8.prefix(FileBlob.maximumName), as: UTF8.self))
+        w.string(String(decoding: mimeType.utf8.prefix(FileBlob.maximumMIME), as: UTF8.self))
+        var plain = w.bytes + [UInt8](repeating: 0, count: FileBlob.headerPlaintextSize - w.bytes.count)
+        defer { for i in plain.indices { plain[i] = 0 } }
+        let nonce = try SecureRandom.bytes(12)
+        let sealed = try AESGCM.seal(plain, using: headerKey, nonce: nonce,
+                                     authenticating: FileBlob.headerAAD(publicBytes: pub, vaultID: vaultID, inodeID: inodeID))
+        try fd.write(pub + nonce + sealed, at: 0)
+    }
+
+    func offset(ofChunk index: Int) -> Int { FileBlob.headerSize + index * slotSize }
+
+    /// How many whole chunk slots the blob holds on disk.
+    public func chunksOnDisk() throws -> Int {
+        max(0, (try fd.size() - FileBlob.headerSize) / slotSize)
+    }
+
+    /// Bytes of the blob beyond its last whole slot (should be 0).
+    public func trailingBytes() throws -> Int {
+        max(0, try fd.size() - FileBlob.headerSize) % slotSize
+    }
+
+    private func chunkAAD(_ index: Int, final: Bool) -> (UInt64, UInt64, UInt64, UInt8) {
+        var a: UInt64 = 0, b: UInt64 = 0
+        blobID.withUnsafeBytes { raw in
+            a = raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
+            b = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+        }
+        return (a, b, UInt64(index).littleEndian, final ? 1 : 0)
+    }
+
+    /// Decrypts chunk `index` into `plaintext` (exactly one chunk). `slot` is scratch of `slotSize` bytes.
+    /// Throws `damaged` if the chunk is missing or fails authentication; `plaintext` is then zeroed.
+    public func readChunk(_ index: Int, final: Bool, into plaintext: UnsafeMutableRawBufferPointer,
+                          scratch slot: UnsafeMutableRawBufferPointer) throws {
+        precondition(plaintext.count == chunkSize && slot.count == slotSize)
+        let n = try fd.read(into: slot, at: offset(ofChunk: index))
+        guard n == slotSize else {
+            memset(plaintext.baseAddress!, 0, plaintext.count)
+            throw FormatError.damaged("chunk \(index) missing")
+        }
+        var aad = chunkAAD(index, final: final)
+        do {
+            try withUnsafeBytes(of: &aad) { a in
+                try AESGCMContext.current.open(UnsafeRawBufferPointer(rebasing: slot[12...]), using: contentKey,
+                                               nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                                               authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]), into: plaintext)
+            }
+        } catch CryptoError.authenticationFailure {
+            throw FormatError.damaged("chunk \(index) fails authentication")
+        }
+    }
+
+    /// Seals `plaintext` (exactly one chunk) as chunk `index` with a fresh nonce and writes it in place.
+    public func writeChunk(_ index: Int, final: Bool, from plaintext: UnsafeRawBufferPointer,
+                           scratch slot: UnsafeMutableRawBufferPointer) throws {
+        precondition(plaintext.count == chunkSize && slot.count == slotSize)
+        try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: slot[0..<12]))
+        var aad = chunkAAD(index, final: final)
+        try withUnsafeBytes(of: &aad) { a in
+            try AESGCMContext.current.seal(plaintext, using: contentKey, nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                                           authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
+                                           into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
+        }
+        try fd.write(UnsafeRawBufferPointer(slot), at: offset(ofChunk: index))
+    }
+
+    /// Cuts the stream to `chunks` slots.
+    public func truncate(toChunks chunks: Int) throws {
+        try fd.truncate(to: offset(ofChunk: chunks))
+    }
+
+    public func sync() throws { try fd.dataSync() }
+}

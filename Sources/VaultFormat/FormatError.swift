@@ -1,0 +1,35 @@
+/// Failures reading or interpreting vault data on disk.
+public enum FormatError: Error, Equatable, CustomStringConvertible {
+    /// The directory holds no vault header.
+    case notAVault(path: String)
+    /// The vault was written by a format version this build does not read.
+    case unsupportedVersion(Int)
+    /// A structure ended early or held an impossible value (what, and where).
+    case malformed(String)
+    /// Authenticated data failed its check: named so `verify` can report it.
+    case damaged(String)
+    /// The credential (or recovery phrase) did not open the key envelope.
+    case wrongCredential
+    /// The vault was set up with another device salt (another machine, or a wiped keychain).
+    case deviceMismatch
+    /// The index is older than the newest generation this device has seen.
+    case rollback(seen: UInt64, found: UInt64)
+    /// A KDF iteration count below the floor, without the testing override.
+    case weakKDF(what: String, iterations: Int, minimum: Int)
+
+    public var description: String {
+        switch self {
+        case let .notAVault(path): return "\(path) is not a Vaultaire vault (no vault.header)"
+        case let .unsupportedVersion(v): return "unsupported vault format version \(v) (this build reads version \(VaultHeader.formatVersion))"
+        case let .malformed(what): return "vault data malformed: \(what)"
+        case let .damaged(what): return "vault damaged: \(what)"
+        case .wrongCredential: return "wrong credential"
+        case .deviceMismatch:
+            return "this vault was set up with another device salt (another machine or a reset keychain); open it with 'vaultaire recover'"
+        case let .rollback(seen, found):
+            return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found)"
+        case let .weakKDF(what, iterations, minimum):
+            return "\(what) iterations \(iterations) are below the minimum \(minimum) (set VAULTAIRE_ALLOW_WEAK_KDF=1 only for tests)"
+        }
+    }
+}

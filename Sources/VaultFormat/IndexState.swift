@@ -1,0 +1,74 @@
+/// The decrypted index in memory: inode records and directory entries.
+public struct IndexState: Equatable {
+    public var inodes: [UInt64: Inode] = [:]
+    /// Directory inode → (name → child inode).
+    public var entries: [UInt64: [String: UInt64]] = [:]
+    public var nextID: UInt64 = Inode.rootID + 1
+
+    public init() {}
+
+    /// A fresh index with only the root directory.
+    public static func empty(uid: UInt32, gid: UInt32, now: Int64) -> IndexState {
+        var state = IndexState()
+        state.inodes[Inode.rootID] = Inode(id: Inode.rootID, kind: .directory, permissions: 0o755, uid: uid, gid: gid, now: now)
+        state.entries[Inode.rootID] = [:]
+        return state
+    }
+
+    /// Applies one change; an impossible change means the index is damaged.
+    public mutating func apply(_ change: IndexChange) throws {
+        switch change {
+        case let .putInode(inode):
+            inodes[inode.id] = inode
+            if inode.kind == .directory, entries[inode.id] == nil { entries[inode.id] = [:] }
+            if inode.id >= nextID { nextID = inode.id + 1 }
+        case let .removeInode(id):
+            guard id != Inode.rootID else { throw FormatError.damaged("index removes the root") }
+            inodes[id] = nil
+            entries[id] = nil
+        case let .link(parent, name, child):
+            guard entries[parent] != nil, inodes[child] != nil else {
+                throw FormatError.damaged("index links \(child) into missing directory or from missing inode")
+            }
+            entries[parent]![name] = child
+        case let .unlink(parent, name):
+            guard entries[parent]?[name] != nil else { throw FormatError.damaged("index unlinks a missing entry") }
+            entries[parent]![name] = nil
+        }
+    }
+
+    // Snapshot plaintext: nextID u64 | count u32 | inodes… | count u32 | (parent u64, name, child u64)…
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: inodes.count * 128)
+        w.u64(nextID)
+        w.u32(UInt32(inodes.count))
+        for id in inodes.keys.sorted() { inodes[id]!.encode(into: &w) }
+        let total = entries.values.reduce(0) { $0 + $1.count }
+        w.u32(UInt32(total))
+        for parent in entries.keys.sorted() {
+            for (name, child) in entries[parent]!.sorted(by: { $0.key < $1.key }) {
+                w.u64(parent); w.string(name); w.u64(child)
+            }
+        }
+        return w.bytes
+    }
+
+    init(decoding bytes: [UInt8]) throws {
+        var r = ByteReader(bytes, what: "index snapshot")
+        nextID = try r.u64()
+        let count = Int(try r.u32())
+        for _ in 0..<count {
+            let inode = try Inode(decoding: &r)
+            inodes[inode.id] = inode
+            if inode.kind == .directory { entries[inode.id] = [:] }
+        }
+        let links = Int(try r.u32())
+        for _ in 0..<links {
+            let parent = try r.u64(), name = try r.string(), child = try r.u64()
+            guard entries[parent] != nil, inodes[child] != nil else { throw FormatError.damaged("snapshot entry points nowhere") }
+            entries[parent]![name] = child
+        }
+        try r.expectEnd()
+        guard inodes[Inode.rootID]?.kind == .directory else { throw FormatError.damaged("snapshot lacks the root directory") }
+    }
+}

@@ -1,0 +1,196 @@
+import Glibc
+import VaultCrypto
+import VaultSystem
+
+/// The encrypted index on disk: a sealed snapshot plus an append-only journal of sealed change records.
+/// A change costs one appended record (O(the change)); now and then the journal is compacted into a
+/// new snapshot.
+///
+///     index/snapshot: "VLTS" | version u16 | vault ID [16] | last seq u64 | nonce [12] | sealed state
+///     index/journal:  "VLTJ" | version u16 | vault ID [16]
+///                     then records: length u32 | seq u64 | nonce [12] | sealed changes [length]
+///
+/// Snapshot AAD: "vaultaire.v1.snapshot" ‖ the 30 bytes before the nonce.
+/// Record AAD:   "vaultaire.v1.journal" ‖ vault ID ‖ seq. Records carry consecutive sequence numbers
+/// starting after the snapshot's, so a dropped, reordered or replayed record is detected.
+public final class IndexStore {
+    public static let snapshotLabel = "vaultaire.v1.snapshot"
+    public static let journalLabel = "vaultaire.v1.journal"
+    static let snapshotMagic: [UInt8] = Array("VLTS".utf8)
+    static let journalMagic: [UInt8] = Array("VLTJ".utf8)
+    static let journalHeaderSize = 4 + 2 + 16
+    static let maximumRecord = 64 << 20
+    static let maximumSnapshot = 1 << 30
+
+    public let directory: String
+    private let vaultID: [UInt8]
+    private let key: SecureBytes
+    private var journal: FileDescriptor?
+    /// Sequence number of the last change applied (snapshot or journal).
+    public private(set) var lastSeq: UInt64 = 0
+    public private(set) var snapshotSeq: UInt64 = 0
+    public private(set) var journalBytes = 0
+    private var snapshotBytes = 0
+
+    var snapshotPath: String { directory + "/snapshot" }
+    var journalPath: String { directory + "/journal" }
+
+    public init(directory: String, vaultID: [UInt8], key: SecureBytes) {
+        self.directory = directory
+        self.vaultID = vaultID
+        self.key = key
+    }
+
+    /// Writes a fresh index holding `state`.
+    public func create(_ state: IndexState) throws {
+        try FileSystem.makeDirectory(directory)
+        try writeSnapshot(state, seq: 0)
+        try startJournal()
+    }
+
+    /// What loading found besides the state: one line each for things repaired on the way.
+    public struct LoadReport {
+        public var notices: [String] = []
+        public var records = 0
+    }
+
+    /// Reads and authenticates snapshot and journal; a torn final record (a crash mid-append) is
+    /// cut off with a notice, anything else that fails is `damaged`.
+    public func load(forWriting: Bool) throws -> (IndexState, LoadReport) {
+        var report = LoadReport()
+        let snapshot: [UInt8]
+        do { snapshot = try FileSystem.readFile(snapshotPath, limit: IndexStore.maximumSnapshot) } catch let e as SystemError where e.errno == ENOENT {
+            throw FormatError.damaged("index snapshot missing")
+        }
+        snapshotBytes = snapshot.count
+        var state = try openSnapshot(snapshot)
+        lastSeq = snapshotSeq
+
+        let flags = forWriting ? O_RDWR : O_RDONLY
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor(path: journalPath, flags: flags) } catch let e as SystemError where e.errno == ENOENT {
+            throw FormatError.damaged("index journal missing")
+        }
+        let bytes = try fd.readAll(limit: Int.max)
+        guard bytes.count >= IndexStore.journalHeaderSize, Array(bytes[0..<4]) == IndexStore.journalMagic else {
+            throw FormatError.damaged("index journal header")
+        }
+        let journalVersion = Int(bytes[4]) | Int(bytes[5]) << 8
+        guard journalVersion == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
+        guard Array(bytes[6..<22]) == vaultID else { throw FormatError.damaged("index journal belongs to another vault") }
+        var offset = IndexStore.journalHeaderSize
+        while offset < bytes.count {
+            let fixed = 4 + 8 + 12
+            guard bytes.count - offset >= fixed else { break }
+            var r = ByteReader(Array(bytes[offset..<offset + fixed]), what: "journal record")
+            let length = Int(try r.u32())
+            let seq = try r.u64()
+            let nonce = try r.raw(12)
+            guard length >= AESGCM.tagSize, length <= IndexStore.maximumRecord else {
+                throw FormatError.damaged("index journal record at byte \(offset) has impossible length")
+            }
+            guard bytes.count - offset - fixed >= length else { break }
+            let sealed = Array(bytes[offset + fixed..<offset + fixed + length])
+            offset += fixed + length
+            if seq <= snapshotSeq { continue }  // already in the snapshot (crash during compaction)
+            guard seq == lastSeq + 1 else { throw FormatError.damaged("index journal skips from \(lastSeq) to \(seq)") }
+            let plain: [UInt8]
+            do {
+                plain = try AESGCM.open(sealed, using: key, nonce: nonce, authenticating: recordAAD(seq))
+            } catch CryptoError.authenticationFailure {
+                throw FormatError.damaged("index journal record \(seq) fails authentication")
+            }
+            var reader = ByteReader(plain, what: "journal record \(seq)")
+            while !reader.isAtEnd { try state.apply(try IndexChange(decoding: &reader)) }
+            lastSeq = seq
+            report.records += 1
+        }
+        if offset < bytes.count {
+            report.notices.append("index journal ended in an incomplete record (interrupted write); \(bytes.count - offset) bytes dropped")
+            if forWriting { try fd.truncate(to: offset); try fd.sync() }
+        }
+        journalBytes = offset
+        if forWriting {
+            journal = try FileDescriptor(path: journalPath, flags: O_WRONLY | O_APPEND)
+        }
+        return (state, report)
+    }
+
+    /// Appends one sealed record holding `changes` (not yet durable: see `sync`).
+    public func append(_ changes: [IndexChange]) throws {
+        guard !changes.isEmpty else { return }
+        guard let journal else { preconditionFailure("index opened read-only") }
+        var w = ByteWriter(capacity: 256)
+        for c in changes { c.encode(into: &w) }
+        let seq = lastSeq + 1
+        let nonce = try SecureRandom.bytes(12)
+        let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
+        var rec = ByteWriter(capacity: sealed.count + 24)
+        rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
+        try journal.append(rec.bytes)
+        lastSeq = seq
+        journalBytes += rec.bytes.count
+    }
+
+    /// Makes every appended record durable.
+    public func sync() throws { try journal?.dataSync() }
+
+    /// Whether the journal has grown enough that a compaction pays off.
+    public var wantsCompaction: Bool { journalBytes > max(4 << 20, snapshotBytes) }
+
+    /// Writes `state` (which must include every appended change) as the new snapshot and empties the journal.
+    /// Crash-safe: the old journal's records are all ≤ the new snapshot's sequence number and are skipped.
+    public func compact(_ state: IndexState) throws {
+        try writeSnapshot(state, seq: lastSeq)
+        try startJournal()
+        journal = try FileDescriptor(path: journalPath, flags: O_WRONLY | O_APPEND)
+    }
+
+    public func close() { journal = nil }
+
+    // MARK: Pieces
+
+    private func recordAAD(_ seq: UInt64) -> [UInt8] {
+        var w = ByteWriter(); w.raw(Array(IndexStore.journalLabel.utf8)); w.raw(vaultID); w.u64(seq)
+        return w.bytes
+    }
+
+    private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
+        var head = ByteWriter()
+        head.raw(IndexStore.snapshotMagic); head.u16(UInt16(VaultHeader.formatVersion)); head.raw(vaultID); head.u64(seq)
+        let nonce = try SecureRandom.bytes(12)
+        let sealed = try AESGCM.seal(state.encoded(), using: key, nonce: nonce,
+                                     authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
+        let file = head.bytes + nonce + sealed
+        try FileSystem.replaceFile(snapshotPath, with: file)
+        snapshotSeq = seq
+        snapshotBytes = file.count
+    }
+
+    private func openSnapshot(_ bytes: [UInt8]) throws -> IndexState {
+        var r = ByteReader(bytes, what: "index snapshot")
+        guard try r.raw(4) == IndexStore.snapshotMagic else { throw FormatError.damaged("index snapshot header") }
+        let version = Int(try r.u16())
+        guard version == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(version) }
+        guard try r.raw(16) == vaultID else { throw FormatError.damaged("index snapshot belongs to another vault") }
+        let seq = try r.u64()
+        let head = Array(bytes[0..<30])
+        let nonce = try r.raw(12)
+        let sealed = try r.raw(r.remaining)
+        let plain: [UInt8]
+        do {
+            plain = try AESGCM.open(sealed, using: key, nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head)
+        } catch CryptoError.authenticationFailure {
+            throw FormatError.damaged("index snapshot fails authentication")
+        }
+        snapshotSeq = seq
+        return try IndexState(decoding: plain)
+    }
+
+    private func startJournal() throws {
+        var w = ByteWriter()
+        w.raw(IndexStore.journalMagic); w.u16(UInt16(VaultHeader.formatVersion)); w.raw(vaultID)
+        try FileSystem.replaceFile(journalPath, with: w.bytes)
+        journalBytes = w.bytes.count
+    }
+}

@@ -1,0 +1,83 @@
+import Glibc
+
+/// An owned file descriptor, closed on release. Wraps each call once, with EINTR retried.
+public final class FileDescriptor: @unchecked Sendable {
+    public let rawValue: Int32
+    public let path: String
+
+    /// The corresponding C function is `open`.
+    public init(path: String, flags: Int32, mode: mode_t = 0o600) throws {
+        self.path = path
+        self.rawValue = try retryingEINTR("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    deinit { _ = Glibc.close(rawValue) }
+
+    /// Reads exactly `count` bytes at `offset` unless the file ends first; returns how many were read.
+    /// The corresponding C function is `pread`.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try retryingEINTR("read", path: path) {
+                pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Writes all of `buffer` at `offset`. The corresponding C function is `pwrite`.
+    public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = try retryingEINTR("write", path: path) {
+                pwrite(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            }
+            done += n
+        }
+    }
+
+    public func write(_ bytes: [UInt8], at offset: Int) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Appends `bytes` (the descriptor must be open with O_APPEND or positioned at the end).
+    public func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = try retryingEINTR("write", path: path) { Glibc.write(rawValue, buf.baseAddress! + done, buf.count - done) }
+                done += n
+            }
+        }
+    }
+
+    /// Reads the whole file from offset 0.
+    public func readAll(limit: Int = 1 << 30) throws -> [UInt8] {
+        let size = try self.size()
+        guard size <= limit else { throw SystemError(errno: EFBIG, operation: "read", path: path) }
+        var out = [UInt8](repeating: 0, count: size)
+        let n = try out.withUnsafeMutableBytes { try read(into: $0, at: 0) }
+        if n < size { out.removeLast(size - n) }
+        return out
+    }
+
+    public func size() throws -> Int {
+        var st = stat()
+        try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
+        return Int(st.st_size)
+    }
+
+    public func truncate(to size: Int) throws {
+        try retryingEINTR("ftruncate", path: path) { ftruncate(rawValue, off_t(size)) }
+    }
+
+    public func sync() throws {
+        try retryingEINTR("fsync", path: path) { fsync(rawValue) }
+    }
+
+    public func dataSync() throws {
+        try retryingEINTR("fdatasync", path: path) { fdatasync(rawValue) }
+    }
+}

@@ -1,0 +1,100 @@
+import Glibc
+internal import CSystemShims
+
+/// Whole-file and directory helpers with the crash-safety rules of the vault:
+/// replace = write-new + fsync + rename + fsync(directory).
+public enum FileSystem {
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    public static func readFile(_ path: String, limit: Int = 1 << 30) throws -> [UInt8] {
+        try FileDescriptor(path: path, flags: O_RDONLY).readAll(limit: limit)
+    }
+
+    /// Atomically replaces `path` with `bytes` (mode `mode`), durable once this returns.
+    public static func replaceFile(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
+        let temp = path + ".tmp"
+        do {
+            let fd = try FileDescriptor(path: temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
+            try fd.write(bytes, at: 0)
+            try fd.sync()
+        }
+        try retryingEINTR("rename", path: path) { rename(temp, path) }
+        try syncDirectory(containing: path)
+    }
+
+    public static func syncDirectory(containing path: String) throws {
+        try syncDirectory(parent(of: path))
+    }
+
+    public static func syncDirectory(_ dir: String) throws {
+        let fd = try FileDescriptor(path: dir, flags: O_RDONLY | O_DIRECTORY)
+        try fd.sync()
+    }
+
+    /// syncfs(2): every write to the filesystem holding `path` is durable when this returns.
+    public static func syncFileSystem(containing path: String) throws {
+        let fd = try FileDescriptor(path: path, flags: O_RDONLY | O_DIRECTORY)
+        try retryingEINTR("syncfs", path: path) { vaultaire_syncfs(fd.rawValue) }
+    }
+
+    /// No core dumps and no same-user ptrace while keys are held (prctl PR_SET_DUMPABLE 0).
+    public static func disableCoreDumps() -> Bool { vaultaire_disable_core_dumps() == 0 }
+
+    public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
+        if mkdir(path, mode) != 0 && errno != EEXIST {
+            throw SystemError(errno: errno, operation: "mkdir", path: path)
+        }
+    }
+
+    /// Creates `path` and any missing parents.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/" + part
+            try makeDirectory(current, mode: mode)
+        }
+    }
+
+    public static func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT {
+            throw SystemError(errno: errno, operation: "unlink", path: path)
+        }
+    }
+
+    public static func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw SystemError(errno: errno, operation: "opendir", path: path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let p = String(path[..<slash])
+        return p.isEmpty ? "/" : p
+    }
+
+    public static func fileMode(_ path: String) -> (mode: mode_t, uid: uid_t)? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return (st.st_mode, st.st_uid)
+    }
+
+    /// The environment variable `name`, or nil when unset or empty.
+    public static func environment(_ name: String) -> String? {
+        guard let v = getenv(name) else { return nil }
+        let s = String(cString: v)
+        return s.isEmpty ? nil : s
+    }
+}
