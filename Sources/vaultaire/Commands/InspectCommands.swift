@@ -1,0 +1,112 @@
+import Glibc
+import VaultCrypto
+import VaultFS
+import VaultFormat
+import VaultSystem
+
+enum InfoCommand {
+    static let spec = CommandSpec(
+        name: "info", overview: "Show a vault's format version, KDF parameters and blob count; with --unlock, also its files.",
+        usage: "vaultaire info <vault> [--unlock]",
+        arguments: [("<vault>", "The vault directory.")],
+        options: [
+            .init(long: "unlock", short: nil, valueName: nil, help: "Unlock to show file names and counts."),
+            CommonOptions.passphraseFile, CommonOptions.keychain,
+        ],
+        minimumPositionals: 1, maximumPositionals: 1)
+
+    static func run(_ args: ParsedArguments) throws {
+        let path = args.positionals[0]
+        let layout = VaultLayout(root: path)
+        let header = try layout.readHeader()
+        print("Vault:               \(path)")
+        print("Format version:      \(VaultHeader.formatVersion)")
+        print("Vault ID:            \(header.vaultID.hex)")
+        print("Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")")
+        print("Vault KDF:           PBKDF2-HMAC-SHA512, \(header.credential.iterations) iterations, device salt")
+        print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
+        print("Cipher:              AES-256-GCM, \(header.chunkSize / 1024) KiB chunks")
+        print("Blobs:               \(try layout.blobIDsOnDisk().count)")
+        guard args.has("unlock") else { return }
+        let vault = try openVault(args, readOnly: true)
+        defer { try? vault.close() }
+        let files = vault.fileCount
+        print("Index generation:    \(vault.generation)")
+        print("Entries:             \(files - 1) (files, directories and links)")
+        for (name, node) in try vault.list(Inode.rootID) {
+            print("  \(name)\(node.kind == .directory ? "/" : "")")
+        }
+    }
+}
+
+enum VerifyCommand {
+    static let spec = CommandSpec(
+        name: "verify", overview: "Authenticate every index record, file header and chunk; name every damaged file.",
+        usage: "vaultaire verify <vault>",
+        arguments: [("<vault>", "The vault directory.")],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        minimumPositionals: 1, maximumPositionals: 1)
+
+    static func run(_ args: ParsedArguments) throws {
+        let vault = try openVault(args, readOnly: true)
+        defer { try? vault.close() }
+        let showProgress = standardErrorIsTerminal
+        let report = vault.verify { done, total in
+            guard showProgress, done == total || done % 16 == 0 else { return }
+            let width = 30
+            let filled = total == 0 ? width : done * width / total
+            printError("\r[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(done)/\(total)\u{1B}[K", newline: false)
+        }
+        if showProgress { printError("") }
+        for notice in report.notices { printError("Notice: \(notice)") }
+        for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
+            print("DAMAGED \(path): \(reason)")
+        }
+        print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks: \(report.isIntact ? "all intact" : "\(report.damaged.count) damaged").")
+        if !report.isIntact { throw CLIError.message("\(report.damaged.count) file(s) damaged", .damaged) }
+    }
+}
+
+enum KDFBenchCommand {
+    static let spec = CommandSpec(
+        name: "kdf-bench", overview: "Measure one PBKDF2-HMAC-SHA512 derivation here, and what it means for an attacker.",
+        usage: "vaultaire kdf-bench",
+        arguments: [], options: [], minimumPositionals: 0, maximumPositionals: 0)
+
+    static func run(_ args: ParsedArguments) throws {
+        let password = SecureBytes(copying: Array("kdf-bench sample credential".utf8))
+        let salt = try SecureRandom.bytes(32)
+        print("PBKDF2-HMAC-SHA512 on this machine, one core (median of 3):")
+        for (label, iterations) in [("vault", KDFPolicy.vaultIterations), ("recovery", KDFPolicy.recoveryIterations)] {
+            var times: [Double] = []
+            for _ in 0..<3 {
+                let start = monotonicSeconds()
+                _ = try PBKDF2.deriveSHA512(password: password, salt: salt, iterations: iterations)
+                times.append(monotonicSeconds() - start)
+            }
+            let t = times.sorted()[1]
+            let perSecond = 1 / t
+            let days = 1e9 * t / 86_400
+            print("  \(label.padding(9)) \(iterations) iterations: \(String(format3(t * 1000))) ms per guess, \(String(format3(perSecond))) guesses/s, \(String(format3(days))) days for 10^9 guesses")
+        }
+        print("An attacker with many cores or GPUs divides these times by their parallelism; a credential")
+        print("drawn from 10^9 likely choices is not safe. A 4×4 pattern of 4–16 cells has under 10^13 possibilities.")
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// A number with three significant decimals, without Foundation's formatter.
+func format3(_ v: Double) -> String {
+    if v >= 100 { return String(Int(v.rounded())) }
+    let scaled = (v * 1000).rounded() / 1000
+    return String(scaled)
+}
+
+func printError(_ text: String, newline: Bool) {
+    _ = (newline ? text + "\n" : text).withCString { fputs($0, stderr) }
+}

@@ -1,0 +1,80 @@
+import Glibc
+import VaultCrypto
+import VaultFS
+import VaultFormat
+import VaultKeychain
+import VaultSystem
+
+/// The options every command that unlocks shares.
+enum CommonOptions {
+    static let passphraseFile = CommandSpec.Option(long: "passphrase-file", short: nil, valueName: "file",
+                                                   help: "Read the credential from FILE (whole file, one trailing newline stripped).")
+    static let keychain = CommandSpec.Option(long: "keychain", short: nil, valueName: "backend",
+                                             help: "Keychain backend: secret-service or file (or VAULTAIRE_KEYCHAIN).")
+    static let remember = CommandSpec.Option(long: "remember", short: nil, valueName: nil,
+                                             help: "Remember the master key in the keychain for credential-free unlocks on this machine.")
+}
+
+/// Builds a credential of `kind` from secret bytes; patterns are parsed from their text form.
+func makeCredential(_ secret: SecureBytes, kind: Credential.Kind, rows: Int = 4, columns: Int = 4) throws -> (Credential, Pattern?) {
+    switch kind {
+    case .passphrase:
+        return (Credential.passphrase(secret), nil)
+    case .pattern:
+        // The pattern's text passes through a String here; patterns are low-entropy by nature and the
+        // canonical bytes that reach the KDF are secure storage.
+        let text = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        let pattern = try Pattern(text: text, rows: rows, columns: columns)
+        return (Credential.pattern(pattern), pattern)
+    }
+}
+
+/// Reads the current credential for a vault whose header says which kind it is.
+func currentCredential(_ args: ParsedArguments, header: VaultHeader, fileOption: String = "passphrase-file") throws -> Credential {
+    let kind = header.credential.kind
+    let secret = try SecretInput.obtain(args, fileOption: fileOption,
+                                        prompt: kind == .pattern ? "Pattern (e.g. a1-b2-c3-d4): " : "Passphrase: ", confirm: false)
+    return try makeCredential(secret, kind: kind, rows: Int(header.credential.patternRows), columns: Int(header.credential.patternColumns)).0
+}
+
+/// Reads a new credential (twice on a terminal) and checks its strength.
+func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) throws -> (Credential, Pattern?) {
+    let secret = try SecretInput.obtain(args, fileOption: fileOption,
+                                        prompt: pattern ? "New pattern (e.g. a1-b2-c3-d4): " : "New passphrase: ", confirm: true)
+    let (credential, p) = try makeCredential(secret, kind: pattern ? .pattern : .passphrase)
+    try credential.checkStrength()
+    return (credential, p)
+}
+
+/// The master key: remembered in the keychain when it is there, else from the credential.
+func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> SecureBytes {
+    let header = try VaultAccess.readHeader(at: path)
+    if args.value("passphrase-file") == nil, let remembered = try? keychain.getMasterKey(for: header.vaultID) {
+        return remembered
+    }
+    let credential = try currentCredential(args, header: header)
+    return try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain)
+}
+
+/// Unlocks and opens a vault, printing any recovery notices on stderr.
+func openVault(_ args: ParsedArguments, readOnly: Bool) throws -> UnlockedVault {
+    let path = args.positionals[0]
+    let keychain = try selectKeychain(args)
+    let master = try obtainMasterKey(args, vault: path, keychain: keychain)
+    let vault = try VaultAccess.open(at: path, master: master, keychain: keychain, readOnly: readOnly)
+    for notice in vault.notices { printError("Notice: \(notice)") }
+    return vault
+}
+
+/// Picks the keychain backend: `--keychain`, else VAULTAIRE_KEYCHAIN, else the Secret Service.
+func selectKeychain(_ args: ParsedArguments) throws -> Keychain {
+    let choice = args.value("keychain") ?? FileSystem.environment("VAULTAIRE_KEYCHAIN") ?? "secret-service"
+    switch choice {
+    case "file":
+        return Keychain(backend: FileKeychain(directory: try FileKeychain.defaultDirectory()))
+    case "secret-service":
+        return Keychain(backend: try secretServiceBackend())
+    default:
+        throw CLIError.usage("unknown keychain '\(choice)' (use secret-service or file)", command: nil)
+    }
+}

@@ -1,0 +1,84 @@
+import Glibc
+import VaultCrypto
+import VaultFS
+import VaultFormat
+import VaultKeychain
+import VaultSystem
+
+/// Fixed exit codes, one per kind of failure, so scripts can tell them apart (see README).
+enum ExitCode: Int32 {
+    case success = 0
+    case failure = 1
+    case notAVault = 6
+    case wrongCredential = 12
+    case damaged = 13
+    case unsupportedVersion = 14
+    case keychainUnavailable = 15
+    case deviceMismatch = 16
+    case notFound = 17
+    case alreadyExists = 18
+    case busy = 19
+    case rollback = 20
+    case mountFailed = 21
+    case usage = 64
+    case ioError = 74
+    case permissionDenied = 77
+}
+
+/// Errors the command reports itself.
+enum CLIError: Error {
+    case usage(String, command: String?)
+    case helpRequested(CommandSpec)
+    case message(String, ExitCode)
+}
+
+/// One clear line (never a secret, never a stack trace) and the exit code for any error.
+func report(_ error: Error) -> (String, ExitCode) {
+    switch error {
+    case let CLIError.usage(message, command):
+        var text = "Error: \(message)"
+        if let command { text += "\nSee 'vaultaire \(command) --help'." } else { text += "\nSee 'vaultaire --help'." }
+        return (text, .usage)
+    case let CLIError.message(message, code):
+        return ("Error: \(message)", code)
+    case let e as FormatError:
+        switch e {
+        case .notAVault: return ("Error: \(e)", .notAVault)
+        case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
+        case .malformed, .damaged: return ("Error: \(e)", .damaged)
+        case .wrongCredential: return ("Error: wrong credential", .wrongCredential)
+        case .deviceMismatch: return ("Error: \(e)", .deviceMismatch)
+        case .rollback: return ("Error: \(e)", .rollback)
+        case .weakKDF: return ("Error: \(e)", .usage)
+        }
+    case let e as KeychainError:
+        switch e {
+        case .unavailable, .deviceLocked, .backendFailure, .insecureStorage:
+            return ("Error: \(e)", .keychainUnavailable)
+        case .notFound, .invalidKeySize, .corruptItem:
+            return ("Error: \(e)", .keychainUnavailable)
+        }
+    case let e as CredentialError: return ("Error: \(e)", .usage)
+    case let e as RecoveryPhraseError: return ("Error: \(e)", .wrongCredential)
+    case let e as WordlistError: return ("Error: \(e)", .failure)
+    case let e as FSError:
+        return ("Error: \(e)", exitCode(forErrno: e.errno))
+    case let e as SystemError:
+        return ("Error: \(e)", exitCode(forErrno: e.errno))
+    case let e as CryptoError:
+        return ("Error: \(e)", .failure)
+    default:
+        return ("Error: \(error)", .failure)
+    }
+}
+
+func exitCode(forErrno e: Int32) -> ExitCode {
+    switch e {
+    case ENOENT: return .notFound
+    case EEXIST, ENOTEMPTY: return .alreadyExists
+    case EACCES, EPERM, EROFS: return .permissionDenied
+    case EBUSY: return .busy
+    case EIO: return .damaged
+    default: return .ioError
+    }
+}
