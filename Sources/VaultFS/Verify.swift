@@ -31,7 +31,7 @@ extension UnlockedVault {
 
     /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
     /// record (truncation and extension). `progress(done, total)` is called as files are checked.
-    public func verify(progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
+    public func verify(scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
         var report = VerifyReport()
         let (files, paths) = meta.withLock { (state.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, pathsByInode()) }
         var referenced = Set<[UInt8]>()
@@ -42,7 +42,7 @@ extension UnlockedVault {
             report.filesChecked += 1
             progress(n + 1, files.count)
         }
-        if let onDisk = try? layout.blobIDsOnDisk() {
+        if scanForStrayBlobs, let onDisk = try? layout.blobIDsOnDisk() {
             let stray = onDisk.filter { !referenced.contains($0) }.count
             if stray > 0 { report.notices.append("\(stray) blob(s) belong to no file (left by an interrupted create; harmless)") }
         }

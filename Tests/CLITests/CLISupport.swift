@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+
+/// Runs the built `vaultaire` binary as a user would, in a private temporary world: its own
+/// XDG_DATA_HOME (file keychain), small KDF counts allowed.
+final class CLIWorld {
+    let root: String
+    let binary: String
+    var environment: [String: String]
+
+    init() throws {
+        root = "/tmp/vaultaire-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = exe.deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("vaultaire").path) && dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        binary = dir.appendingPathComponent("vaultaire").path
+        environment = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data",
+                       "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file"]
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    func file(_ name: String, _ contents: String) -> String {
+        let path = root + "/" + name
+        FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
+    /// Starts the command; the caller waits (or kills).
+    func start(_ args: [String], environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = args
+        p.environment = environment.merging(extra) { $1 }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return (p, out, err)
+    }
+
+    @discardableResult
+    func run(_ args: [String], environment extra: [String: String] = [:], expect status: Int32? = 0,
+             file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+        let (p, out, err) = try start(args, environment: extra)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let r = Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        if let status {
+            XCTAssertEqual(r.status, status, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line)
+        }
+        outputs.append(r.stdout + r.stderr)
+        return r
+    }
+
+    /// Everything every command printed, for leak checks.
+    var outputs: [String] = []
+}

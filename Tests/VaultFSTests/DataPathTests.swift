@@ -1,0 +1,141 @@
+import Glibc
+import XCTest
+@testable import VaultCrypto
+@testable import VaultFS
+@testable import VaultFormat
+@testable import VaultSystem
+
+final class DataPathTests: XCTestCase {
+    func testRoundTripsAtChunkBoundaries() throws {
+        let tv = try TestVault()
+        let chunk = 4096
+        let sizes = [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk, 3 * 1024 * 1024 + 17]
+        var v = try tv.open()
+        var contents: [String: [UInt8]] = [:]
+        for size in sizes {
+            let data = randomBytes(size)
+            contents["/f\(size)"] = data
+            try v.writeFile("/f\(size)", data)
+            XCTAssertEqual(try v.readFile("/f\(size)"), data, "size \(size) before close")
+        }
+        try v.close()
+        v = try tv.open()
+        for (path, data) in contents { XCTAssertEqual(try v.readFile(path), data, "\(path) after reopen") }
+        XCTAssertTrue(v.verify().isIntact)
+        try v.close()
+    }
+
+    func testRandomWritesTruncatesAndSparseGapsMatchAModel() throws {
+        let tv = try TestVault()
+        var v = try tv.open()
+        let (parent, name) = try v.resolveParent("/random.bin")
+        var h = try v.create(in: parent, name: name, permissions: 0o600, caller: .current)
+        var model: [UInt8] = []
+        var rng = SystemRandomNumberGenerator()
+        for step in 0..<400 {
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0:
+                let size = Int.random(in: 0..<60_000, using: &rng)
+                try v.setSize(h.id, to: size)
+                if size < model.count { model.removeLast(model.count - size) } else { model += [UInt8](repeating: 0, count: size - model.count) }
+            case 1:
+                try v.fsync(h)
+                v.release(h)
+                try v.close()
+                v = try tv.open()
+                h = try v.open(try v.resolve("/random.bin").id, write: true)
+            default:
+                let offset = Int.random(in: 0..<70_000, using: &rng)
+                let data = randomBytes(Int.random(in: 1..<9000, using: &rng))
+                _ = try data.withUnsafeBytes { try v.write(h, at: offset, from: $0) }
+                if model.count < offset + data.count { model += [UInt8](repeating: 0, count: offset + data.count - model.count) }
+                model.replaceSubrange(offset..<offset + data.count, with: data)
+            }
+            XCTAssertEqual(Int(try v.attributes(h.id).size), model.count, "size after step \(step)")
+            if step % 20 == 0 {
+                var out = [UInt8](repeating: 0, count: model.count + 100)
+                let n = try out.withUnsafeMutableBytes { try v.read(h, at: 0, into: $0) }
+                XCTAssertEqual(Array(out[0..<n]), model, "content after step \(step)")
+            }
+        }
+        v.release(h)
+        try v.close()
+        let again = try tv.open()
+        XCTAssertEqual(try again.readFile("/random.bin"), model)
+        let report = again.verify()
+        XCTAssertTrue(report.isIntact, "\(report.damaged)")
+        try again.close()
+    }
+
+    func testUnlinkedOpenFileStaysUsableUntilRelease() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        try v.writeFile("/a", Array("hello".utf8))
+        let node = try v.resolve("/a")
+        let h = try v.open(node.id, write: true)
+        try v.unlink(in: Inode.rootID, name: "a")
+        XCTAssertThrowsError(try v.resolve("/a"))
+        _ = try Array(" world".utf8).withUnsafeBytes { try v.write(h, at: 5, from: $0) }
+        var out = [UInt8](repeating: 0, count: 20)
+        let n = try out.withUnsafeMutableBytes { try v.read(h, at: 0, into: $0) }
+        XCTAssertEqual(Array(out[0..<n]), Array("hello world".utf8))
+        let blob = v.layout.blobPath(node.blobID)
+        XCTAssertTrue(FileSystem.exists(blob))
+        v.release(h)
+        XCTAssertFalse(FileSystem.exists(blob), "blob goes with the last handle")
+        try v.close()
+    }
+
+    func testNamespaceOperationsAndLinkCounts() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        let caller = Caller.current
+        let d = try v.makeNode(in: Inode.rootID, name: "d", kind: .directory, permissions: 0o755, caller: caller)
+        XCTAssertEqual(try v.attributes(Inode.rootID).linkCount, 3)
+        try v.writeFile("/d/x", [1, 2, 3])
+        XCTAssertThrowsError(try v.removeDirectory(in: Inode.rootID, name: "d")) { XCTAssertEqual(($0 as? FSError)?.errno, ENOTEMPTY) }
+        XCTAssertThrowsError(try v.makeNode(in: d.id, name: "x", kind: .file, permissions: 0o644, caller: caller)) {
+            XCTAssertEqual(($0 as? FSError)?.errno, EEXIST)
+        }
+        XCTAssertThrowsError(try v.makeNode(in: d.id, name: String(repeating: "n", count: 256), kind: .file, permissions: 0o644, caller: caller)) {
+            XCTAssertEqual(($0 as? FSError)?.errno, ENAMETOOLONG)
+        }
+        let x = try v.resolve("/d/x")
+        _ = try v.link(x.id, into: Inode.rootID, name: "hard")
+        XCTAssertEqual(try v.attributes(x.id).linkCount, 2)
+        try v.rename(from: d.id, name: "x", to: Inode.rootID, newName: "hard")  // same inode: no-op
+        try v.rename(from: d.id, name: "x", to: d.id, newName: "y")
+        XCTAssertEqual(try v.readFile("/d/y"), [1, 2, 3])
+        try v.writeFile("/other", [9])
+        XCTAssertThrowsError(try v.rename(from: Inode.rootID, name: "other", to: d.id, newName: "y", mode: .noReplace))
+        try v.rename(from: Inode.rootID, name: "other", to: d.id, newName: "y", mode: .exchange)
+        XCTAssertEqual(try v.readFile("/d/y"), [9])
+        XCTAssertEqual(try v.readFile("/other"), [1, 2, 3])
+        XCTAssertThrowsError(try v.rename(from: Inode.rootID, name: "d", to: d.id, newName: "inside")) { XCTAssertEqual(($0 as? FSError)?.errno, EINVAL) }
+        try v.makeNode(in: Inode.rootID, name: "link", kind: .symlink, permissions: 0o777, caller: caller, symlinkTarget: Array("d/y".utf8))
+        XCTAssertEqual(try v.readLink(try v.resolve("/link").id), Array("d/y".utf8))
+        try v.setExtendedAttribute(x.id, name: "user.tag", value: [1, 2], create: true, replace: false)
+        XCTAssertThrowsError(try v.setExtendedAttribute(x.id, name: "trusted.x", value: [1], create: false, replace: false))
+        try v.close()
+        let again = try tv.open()
+        XCTAssertEqual(try again.extendedAttribute(x.id, name: "user.tag"), [1, 2])
+        XCTAssertEqual(try again.attributes(x.id).linkCount, 2)
+        XCTAssertEqual(try again.readFile("/hard"), [1, 2, 3])
+        try again.close()
+    }
+
+    func testThumbnailRoundTripAndBinding() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        try v.writeFile("/a.jpg", [1])
+        try v.writeFile("/b.jpg", [2])
+        let a = try v.resolve("/a.jpg"), b = try v.resolve("/b.jpg")
+        try v.setThumbnail(a.id, image: [7, 7, 7])
+        XCTAssertEqual(try v.thumbnail(a.id), [7, 7, 7])
+        XCTAssertNil(try v.thumbnail(b.id))
+        // A thumbnail moved to another file does not authenticate there.
+        try FileSystem.replaceFile(v.layout.thumbnailPath(b.blobID), with: try FileSystem.readFile(v.layout.thumbnailPath(a.blobID)))
+        XCTAssertThrowsError(try v.thumbnail(b.id))
+        try v.close()
+    }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package Vaultaire needs to build, test and run. Idempotent, non-interactive.
+set -euo pipefail
+
+packages=(
+  pkg-config libssl-dev                 # libcrypto: AES-256-GCM, PBKDF2, RAND_bytes
+  libfuse3-dev fuse3                    # the mount, and fusermount3
+  libsecret-1-dev gnome-keyring dbus libglib2.0-bin   # Secret Service keychain, and a real one for tests
+  python3-mnemonic                      # the BIP-39 English word list for recovery phrases
+  sqlite3 git rsync tar findutils coreutils psmisc    # ordinary tools the demo and the mount tests use
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
