@@ -10,20 +10,24 @@ let package = Package(
         // C libraries from Debian, each behind one thin Swift module.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CSystemShims"),
         .target(name: "VaultSystem", dependencies: ["CSystemShims"]),
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
+        .target(name: "VaultFUSE", dependencies: ["CFuse", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
-            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
+            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE"]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultSystem"]),
         .testTarget(name: "VaultFSTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"]),
         .testTarget(name: "CLITests", dependencies: ["VaultSystem"]),
+        .testTarget(name: "MountTests", dependencies: ["VaultSystem"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -28,6 +28,28 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
         self.storage = raw
         self.capacity = capacity
         self.count = count
+        SecureBytes.registry.withLock { $0[raw] = capacity }
+    }
+
+    /// Every live allocation, so a forked child (the mount daemon) can lock the pages again:
+    /// memory locks are not inherited across fork.
+    private static let registry = Registry()
+
+    final class Registry: @unchecked Sendable {
+        private var entries: [UnsafeMutableRawPointer: Int] = [:]
+        private var m = pthread_mutex_t()
+        init() { pthread_mutex_init(&m, nil) }
+        func withLock<R>(_ body: (inout [UnsafeMutableRawPointer: Int]) -> R) -> R {
+            pthread_mutex_lock(&m); defer { pthread_mutex_unlock(&m) }
+            return body(&entries)
+        }
+    }
+
+    /// Locks every live secret's pages again (call in a child after fork).
+    public static func relockAll() {
+        registry.withLock { entries in
+            for (p, c) in entries { _ = mlock(p, c) }
+        }
     }
 
     /// A secret holding a copy of `bytes`.
@@ -45,6 +67,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
     }
 
     deinit {
+        SecureBytes.registry.withLock { $0[storage] = nil }
         OPENSSL_cleanse(storage, capacity)
         if locked { munlock(storage, capacity) }
         free(storage)

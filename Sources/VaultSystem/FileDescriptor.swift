@@ -53,13 +53,20 @@ public final class FileDescriptor: @unchecked Sendable {
         }
     }
 
-    /// Reads the whole file from offset 0.
+    /// Reads the whole file from offset 0 (to end of file, so /proc files, which report size 0, work too).
     public func readAll(limit: Int = 1 << 30) throws -> [UInt8] {
-        let size = try self.size()
-        guard size <= limit else { throw SystemError(errno: EFBIG, operation: "read", path: path) }
-        var out = [UInt8](repeating: 0, count: size)
-        let n = try out.withUnsafeMutableBytes { try read(into: $0, at: 0) }
-        if n < size { out.removeLast(size - n) }
+        var out = [UInt8](repeating: 0, count: max(try self.size(), 4096))
+        var total = 0
+        while true {
+            let room = out.count - total
+            let n = try out.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]), at: total) }
+            total += n
+            if n < room { break }  // end of file
+            guard out.count <= limit else { throw SystemError(errno: EFBIG, operation: "read", path: path) }
+            out += [UInt8](repeating: 0, count: out.count)
+        }
+        guard total <= limit else { throw SystemError(errno: EFBIG, operation: "read", path: path) }
+        out.removeLast(out.count - total)
         return out
     }
 

@@ -4,6 +4,9 @@ import VaultSystem
 /// Every command, by name, with its spec and entry point.
 let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
     (InitCommand.spec, InitCommand.run),
+    (MountCommand.spec, MountCommand.run),
+    (UnmountCommand.spec, UnmountCommand.run),
+    (StatusCommand.spec, StatusCommand.run),
     (PasswdCommand.spec, PasswdCommand.run),
     (RecoverCommand.spec, RecoverCommand.run),
     (ForgetCommand.spec, ForgetCommand.run),

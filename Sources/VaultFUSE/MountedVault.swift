@@ -1,0 +1,59 @@
+import Glibc
+import VaultFS
+import VaultFormat
+import VaultSystem
+
+/// The state every FUSE callback reaches through `fuse_get_context()->private_data`: the unlocked vault,
+/// the time of the last request (for the idle timeout), and what is logged.
+public final class MountedVault {
+    public let vault: UnlockedVault
+    let readOnly: Bool
+    private var lastActivity = Atomic64(monotonicNow())
+    /// Called once from libfuse's destroy callback, after the loop ends: persist, then wipe.
+    var closeError: Error?
+    /// Blocks of this size are what `stat` reports (cp and friends size their buffers by it).
+    let preferredBlockSize = 128 * 1024
+
+    public init(vault: UnlockedVault, readOnly: Bool) {
+        self.vault = vault
+        self.readOnly = readOnly
+    }
+
+    @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
+    var idleSeconds: Int64 { (monotonicNow() - lastActivity.load()) / 1_000_000_000 }
+
+    /// `-errno` for a failed operation; data that fails authentication is logged (without secrets).
+    func fail(_ error: Error, _ operation: String) -> Int32 {
+        let e = FSError.errno(for: error)
+        if e == EIO { log("\(operation): \(error)") }
+        return -e
+    }
+
+    func log(_ message: String) {
+        _ = "vaultaire: \(message)\n".withCString { fputs($0, stderr) }
+    }
+
+    /// Locks the vault: persist everything, then wipe keys and caches.
+    func close() {
+        do { try vault.close() } catch {
+            closeError = error
+            log("could not persist everything at unmount: \(error)")
+        }
+    }
+}
+
+func monotonicNow() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+/// A 64-bit value read and written from many FUSE threads; a torn read would only skew the idle clock,
+/// but a mutex keeps it exact at negligible cost.
+struct Atomic64 {
+    private let box: Box
+    final class Box { var value: Int64; var m = pthread_mutex_t(); init(_ v: Int64) { value = v; pthread_mutex_init(&m, nil) } }
+    init(_ v: Int64) { box = Box(v) }
+    func load() -> Int64 { pthread_mutex_lock(&box.m); defer { pthread_mutex_unlock(&box.m) }; return box.value }
+    func store(_ v: Int64) { pthread_mutex_lock(&box.m); box.value = v; pthread_mutex_unlock(&box.m) }
+}

@@ -1,0 +1,136 @@
+internal import CFuse
+import Glibc
+import VaultCrypto
+import VaultFS
+import VaultSystem
+
+/// How to mount.
+public struct MountOptions {
+    public var readOnly = false
+    public var foreground = false
+    /// Unmount after this many seconds without a request.
+    public var idleSeconds: Int?
+    /// Extra libfuse options from `-o` (allow_other and the like).
+    public var extra: [String] = []
+    public init() {}
+}
+
+/// Mounts an unlocked vault and serves it until it is unmounted (fusermount3 -u, `vaultaire unmount`,
+/// SIGINT/SIGTERM/SIGHUP or the idle timeout). On every path the vault is persisted and then locked:
+/// keys and plaintext caches wiped. Returns once the process should exit.
+public enum Mounter {
+    public enum Failure: Error, CustomStringConvertible {
+        case setup(String)
+        public var description: String {
+            switch self { case let .setup(why): return why }
+        }
+    }
+
+    /// Checks the mountpoint before anything is unlocked: an existing, empty directory.
+    public static func checkMountpoint(_ path: String) throws {
+        guard FileSystem.isDirectory(path) else { throw Failure.setup("mountpoint \(path) is not a directory") }
+        guard try FileSystem.listDirectory(path).isEmpty else { throw Failure.setup("mountpoint \(path) is not empty") }
+    }
+
+    public static func serve(_ vault: UnlockedVault, at mountpoint: String, options: MountOptions,
+                             onReady: () -> Void) throws {
+        let mounted = MountedVault(vault: vault, readOnly: options.readOnly)
+        let source = vault.layout.root.replacingOccurrences(of: ",", with: "\\,")
+        var fuseOptions = ["fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=1048576"]
+        if options.readOnly { fuseOptions.append("ro") }
+        fuseOptions += options.extra
+        let argv = ["vaultaire", "-o", fuseOptions.joined(separator: ",")]
+        let cArgs = argv.map { strdup($0) }
+        var args = fuse_args(argc: Int32(cArgs.count), argv: nil, allocated: 0)
+        let argvBuffer = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: cArgs.count + 1)
+        for (i, a) in cArgs.enumerated() { argvBuffer[i] = a }
+        argvBuffer[cArgs.count] = nil
+        args.argv = argvBuffer
+        defer {
+            for a in cArgs { free(a) }
+            argvBuffer.deallocate()
+        }
+
+        var ops = makeOperations()
+        let context = Unmanaged.passRetained(mounted)
+        defer { context.release() }
+        guard let fuse = CFuse_new(&args, &ops, context.toOpaque()) else {
+            try? vault.close()
+            throw Failure.setup("libfuse rejected the mount options")
+        }
+        guard fuse_mount(fuse, mountpoint) == 0 else {
+            fuse_destroy(fuse)
+            try? vault.close()
+            throw Failure.setup("could not mount on \(mountpoint) (is /dev/fuse available, and fusermount3 installed?)")
+        }
+        onReady()
+        fflush(stdout)
+        fflush(stderr)
+        if !options.foreground {
+            // The parent returns to the shell from inside fuse_daemonize once the child is running.
+            guard fuse_daemonize(0) == 0 else {
+                fuse_unmount(fuse); fuse_destroy(fuse); try? vault.close()
+                throw Failure.setup("could not detach from the terminal")
+            }
+            // mlock does not survive fork: lock the key pages again in this process.
+            SecureBytes.relockAll()
+        }
+        let session = fuse_get_session(fuse)
+        _ = fuse_set_signal_handlers(session)
+        if let idle = options.idleSeconds { startIdleWatch(mounted, fuse: fuse, mountpoint: mountpoint, limit: idle) }
+        _ = CFuse_loop_mt(fuse, 10)
+        fuse_remove_signal_handlers(session)
+        fuse_unmount(fuse)
+        fuse_destroy(fuse)  // runs the destroy operation: persist, then wipe
+        mounted.close()  // idempotent; covers a loop that ended before destroy ran
+        if let e = mounted.closeError { throw e }
+    }
+
+    /// A thread that unmounts after `limit` seconds without requests.
+    private static func startIdleWatch(_ mounted: MountedVault, fuse: OpaquePointer, mountpoint: String, limit: Int) {
+        final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
+        let job = Job {
+            while true {
+                sleep(1)
+                if mounted.idleSeconds >= Int64(limit) {
+                    mounted.log("idle for \(limit) s: unmounting \(mountpoint)")
+                    fuse_exit(fuse)
+                    _ = Subprocess.run(["fusermount3", "-u", "-z", mountpoint])
+                    return
+                }
+            }
+        }
+        var thread = pthread_t()
+        let raw = Unmanaged.passRetained(job).toOpaque()
+        pthread_create(&thread, nil, { arg in
+            let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
+            job.run()
+            return nil
+        }, raw)
+        pthread_detach(thread)
+    }
+}
+
+extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var out = ""
+        var rest = Substring(self)
+        while let r = rest.range(of: target) {
+            out += rest[..<r.lowerBound] + replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}
+
+extension Substring {
+    func range(of target: String) -> Range<Index>? {
+        var i = startIndex
+        while i < endIndex {
+            if self[i...].hasPrefix(target) { return i..<index(i, offsetBy: target.count) }
+            i = index(after: i)
+        }
+        return nil
+    }
+}

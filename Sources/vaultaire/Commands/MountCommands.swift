@@ -1,0 +1,140 @@
+import Glibc
+import VaultFS
+import VaultFUSE
+import VaultFormat
+import VaultKeychain
+import VaultSystem
+
+enum MountCommand {
+    static let spec = CommandSpec(
+        name: "mount", overview: "Unlock the vault and mount it as an ordinary folder; unmount to lock.",
+        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--idle <duration>] [-f] [-o <option>]",
+        arguments: [("<vault>", "The vault directory."), ("<mountpoint>", "An empty directory to mount on.")],
+        options: [
+            CommonOptions.passphraseFile,
+            .init(long: "read-only", short: nil, valueName: nil, help: "Mount read-only."),
+            .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
+            .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
+            .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
+            CommonOptions.remember, CommonOptions.keychain,
+        ],
+        minimumPositionals: 2, maximumPositionals: 2)
+
+    static func run(_ args: ParsedArguments) throws {
+        let vaultPath = absolute(args.positionals[0])
+        let mountpoint = absolute(args.positionals[1])
+        var options = MountOptions()
+        options.readOnly = args.has("read-only")
+        options.foreground = args.has("foreground")
+        options.extra = (args.repeated["option"] ?? []).flatMap { $0.split(separator: ",").map(String.init) }
+        if let idle = args.value("idle") {
+            guard let seconds = parseDuration(idle) else {
+                throw CLIError.usage("--idle needs a duration such as 90s, 15m or 2h, got '\(idle)'", command: spec.name)
+            }
+            options.idleSeconds = seconds
+        }
+        do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
+        _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
+        let keychain = try selectKeychain(args)
+        let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain)
+        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
+        for notice in vault.notices { printError("Notice: \(notice)") }
+        if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
+        master.wipe()  // the vault's key schedule holds its own copy
+        do {
+            try Mounter.serve(vault, at: mountpoint, options: options) {
+                print("Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it.")
+            }
+        } catch let e as Mounter.Failure {
+            throw CLIError.message(e.description, .mountFailed)
+        }
+    }
+
+    static func parseDuration(_ text: String) -> Int? {
+        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600]
+        if let n = Int(text), n > 0 { return n }
+        guard let unit = text.last, let factor = units[unit], let n = Int(text.dropLast()), n > 0 else { return nil }
+        return n * factor
+    }
+}
+
+enum UnmountCommand {
+    static let spec = CommandSpec(
+        name: "unmount", overview: "Unmount a mounted vault; returns once the vault is persisted and locked.",
+        usage: "vaultaire unmount <mountpoint>",
+        arguments: [("<mountpoint>", "Where the vault is mounted.")],
+        options: [], minimumPositionals: 1, maximumPositionals: 1)
+
+    static func run(_ args: ParsedArguments) throws {
+        let mountpoint = absolute(args.positionals[0])
+        guard let mount = MountTable.vaultaireMounts().first(where: { $0.mountpoint == mountpoint }) else {
+            throw CLIError.message("no vault is mounted on \(mountpoint)", .notFound)
+        }
+        guard Subprocess.run(["fusermount3", "-u", mountpoint]) == 0 else {
+            throw CLIError.message("could not unmount \(mountpoint) (files still open? try again, or fusermount3 -uz)", .busy)
+        }
+        // The mount process persists and wipes after the kernel lets go; wait for its vault lock.
+        let lock = mount.vault + "/mount.lock"
+        for _ in 0..<600 {
+            let fd = open(lock, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { break }
+            let free = flock(fd, LOCK_EX | LOCK_NB) == 0
+            close(fd)
+            if free { break }
+            usleep(50_000)
+        }
+        print("Unmounted \(mountpoint); the vault is locked.")
+    }
+}
+
+enum StatusCommand {
+    static let spec = CommandSpec(
+        name: "status", overview: "List mounted vaults and their mountpoints.",
+        usage: "vaultaire status", arguments: [], options: [], minimumPositionals: 0, maximumPositionals: 0)
+
+    static func run(_ args: ParsedArguments) throws {
+        let mounts = MountTable.vaultaireMounts()
+        if mounts.isEmpty { print("No vault is mounted."); return }
+        for m in mounts { print("\(m.vault) on \(m.mountpoint)\(m.readOnly ? " (read-only)" : "")") }
+    }
+}
+
+/// Vaultaire mounts, read from /proc/self/mountinfo (fstype fuse.vaultaire; the source is the vault).
+enum MountTable {
+    struct Entry { let vault: String; let mountpoint: String; let readOnly: Bool }
+
+    static func vaultaireMounts() -> [Entry] {
+        guard let bytes = try? FileSystem.readFile("/proc/self/mountinfo") else { return [] }
+        var out: [Entry] = []
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count, fields[dash + 1] == "fuse.vaultaire" else { continue }
+            out.append(Entry(vault: unescape(fields[dash + 2]), mountpoint: unescape(fields[4]),
+                             readOnly: fields[5].split(separator: ",").contains("ro")))
+        }
+        return out
+    }
+
+    /// mountinfo writes space, tab, newline and backslash as \ooo octal escapes.
+    static func unescape(_ s: String) -> String {
+        var out: [UInt8] = []
+        let u = Array(s.utf8)
+        var i = 0
+        while i < u.count {
+            if u[i] == 92, i + 3 < u.count, let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
+                out.append(v); i += 4
+            } else {
+                out.append(u[i]); i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+func absolute(_ path: String) -> String {
+    if path.hasPrefix("/") { return VaultLayout(root: path).root }
+    var buf = [CChar](repeating: 0, count: Int(PATH_MAX))
+    guard getcwd(&buf, buf.count) != nil else { return path }
+    let cwd = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return VaultLayout(root: cwd + "/" + path).root
+}
