@@ -1,0 +1,99 @@
+import Foundation
+import XCTest
+
+final class OrdinaryToolsTests: MountTestCase {
+    func testToolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
+        try mv.mount()
+        // A source tree outside the vault to copy in.
+        try mv.execute("/bin/bash", ["-c", """
+            set -e; cd '\(mv.root)'; mkdir -p src/sub/deeper; echo 'top secret alpha' > src/a.txt; head -c 300000 /dev/urandom > src/sub/blob.bin
+            echo 'nested bravo' > src/sub/deeper/b.txt; ln -s a.txt src/link; chmod 640 src/a.txt
+            touch -d '2001-02-03 04:05:06' src/a.txt; tar -C src -cf src.tar .
+            git init -q origin && echo 'charlie in git' > origin/readme && git -C origin add readme && \
+              git -C origin -c user.name=t -c user.email=t@e commit -qm first
+            """])
+        let r = try mv.shell("""
+            cp -a ../src cp-a && diff -r ../src cp-a
+            [ "$(stat -c %a cp-a/a.txt)" = 640 ] && [ "$(stat -c %Y cp-a/a.txt)" = "$(stat -c %Y ../src/a.txt)" ]
+            [ "$(readlink cp-a/link)" = a.txt ]
+            rsync -a ../src/ rsynced/ && diff -r ../src rsynced
+            mkdir untarred && tar -C untarred -xf ../src.tar && diff -r ../src untarred
+            git clone -q ../origin cloned && [ -z "$(git -C cloned status --porcelain)" ]
+            echo change >> cloned/readme && git -C cloned status --porcelain | grep -q 'M readme'
+            git -C cloned -c user.name=t -c user.email=t@e commit -qam second && git -C cloned fsck --no-progress >/dev/null 2>&1
+            sqlite3 db.sqlite 'pragma journal_mode=wal; create table t(k integer primary key, v blob);'
+            for i in $(seq 1 20); do sqlite3 db.sqlite "begin; insert into t(v) select randomblob(3000) from (select 1 union select 2 union select 3); commit;"; done
+            sqlite3 db.sqlite 'update t set v = randomblob(100) where k % 3 = 0; delete from t where k % 5 = 0; vacuum;'
+            [ "$(sqlite3 db.sqlite 'pragma integrity_check')" = ok ]
+            sqlite3 db.sqlite 'select count(*) from t'
+            # Editor-style save: write a temporary file, fsync it, rename over the original.
+            echo 'version 1' > doc.txt
+            python3 -c "import os; f=open('doc.txt.swp','w'); f.write('version 2 delta\\n'); f.flush(); os.fsync(f.fileno()); f.close(); os.rename('doc.txt.swp','doc.txt')"
+            [ "$(cat doc.txt)" = 'version 2 delta' ]
+            dd if=/dev/urandom of=sparse bs=4096 count=2 seek=300 conv=fsync status=none
+            [ "$(stat -c %s sparse)" = $((302*4096)) ] && cmp -n 4096 sparse /dev/zero
+            python3 -c "import mmap; f=open('sparse','rb'); m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ); assert m[:4096]==bytes(4096); assert len(m)==302*4096"
+            echo one > app.log; echo two >> app.log; [ "$(cat app.log)" = "$(printf 'one\\ntwo')" ]
+            ( set -o noclobber; ! echo x > app.log ) 2>/dev/null
+            ln app.log hard.log && [ "$(stat -c %h app.log)" = 2 ] && rm app.log && [ "$(cat hard.log | wc -l)" = 2 ]
+            mkfifo fifo && [ -p fifo ]
+            python3 -c "import os; os.setxattr('hard.log','user.color',b'blue'); assert os.getxattr('hard.log','user.color')==b'blue'; assert 'user.color' in os.listxattr('hard.log')"
+            truncate -s 10 hard.log && [ "$(stat -c %s hard.log)" = 10 ]
+            find . -type f | wc -l
+            du -s . > /dev/null
+            mkdir -p d1/d2 && mv d1 moved && [ -d moved/d2 ] && ! rmdir moved 2>/dev/null
+            """)
+        XCTAssertTrue(r.stdout.contains("48"), "sqlite row count: \(r.stdout)")
+        try mv.unmount()
+        try mv.verify()
+        // Neither names nor contents reached the backing directory.
+        let grep = try mv.execute("/bin/grep", ["-r", "-l", "-a", "-e", "top secret alpha", "-e", "nested bravo", "-e", "charlie in git",
+                                                  "-e", "version 2 delta", "-e", "blob.bin", "-e", "readme", "-e", "db.sqlite", mv.vault])
+        XCTAssertEqual(grep.status, 1, "plaintext found in the vault directory: \(grep.stdout)")
+        // Remount: everything is still there.
+        try mv.mount()
+        try mv.shell("diff -r ../src cp-a && [ \"$(cat doc.txt)\" = 'version 2 delta' ] && [ \"$(sqlite3 db.sqlite 'pragma integrity_check')\" = ok ]")
+        try mv.unmount()
+    }
+
+    func testErrnosMatchPOSIX() throws {
+        try mv.mount()
+        try mv.shell("""
+            python3 - <<'PY'
+            import errno, os
+            def expect(code, f, *a):
+                try:
+                    f(*a)
+                except OSError as e:
+                    assert e.errno == code, (f.__name__, a, errno.errorcode.get(e.errno), errno.errorcode[code])
+                    return
+                raise AssertionError(("no error", f.__name__, a))
+            os.mkdir('d'); open('d/f','w').write('x'); open('g','w').write('y')
+            expect(errno.ENOENT, os.stat, 'missing')
+            expect(errno.EEXIST, os.mkdir, 'd')
+            expect(errno.ENOTEMPTY, os.rmdir, 'd')
+            expect(errno.ENOTDIR, os.listdir, 'g')
+            expect(errno.ENOTDIR, os.rmdir, 'g')
+            expect(errno.EISDIR, os.unlink, 'd')
+            expect(errno.EISDIR, open, 'd', 'w')
+            expect(errno.ENAMETOOLONG, open, 'n' * 256, 'w')
+            expect(errno.EEXIST, os.open, 'g', os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            expect(errno.ENOENT, os.rename, 'missing', 'x')
+            expect(errno.ENODATA, os.getxattr, 'g', 'user.none')
+            os.rename('g', 'd/f')   # replaces the target
+            assert open('d/f').read() == 'y'
+            fd = os.open('d/f', os.O_RDWR); os.unlink('d/f'); os.write(fd, b'still here'); os.lseek(fd, 0, 0)
+            assert os.read(fd, 100) == b'still here'; os.close(fd)
+            assert os.listdir('d') == []
+            st = os.stat('d'); t0 = st.st_mtime_ns
+            import time; time.sleep(0.01); open('d/new', 'w').close()
+            assert os.stat('d').st_mtime_ns > t0, 'directory mtime must change'
+            os.chmod('d/new', 0o4755); assert oct(os.stat('d/new').st_mode & 0o7777) == '0o4755'
+            os.utime('d/new', ns=(1_000_000_000, 2_000_000_000)); assert os.stat('d/new').st_mtime_ns == 2_000_000_000
+            os.truncate('d/new', 100000); assert os.stat('d/new').st_size == 100000 and open('d/new','rb').read() == bytes(100000)
+            PY
+            """)
+        try mv.unmount()
+        try mv.verify()
+    }
+}
