@@ -25,7 +25,8 @@ let package = Package(
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultSystem"]),
-        .testTarget(name: "VaultFSTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"]),
+        .testTarget(name: "VaultFSTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"],
+                    resources: [.copy("Fixtures")]),
         .testTarget(name: "CLITests", dependencies: ["VaultSystem"]),
         .testTarget(name: "MountTests", dependencies: ["VaultSystem"]),
     ],

@@ -44,6 +44,7 @@ extension UnlockedVault {
                 node.blobID = try SecureRandom.bytes(16)
                 node.mimeType = MIMETypes.guess(for: name)
                 node.needsCheck = true
+                try layout.prepareParent(of: layout.blobPath(node.blobID))
                 _ = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
                                         vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
                                         name: name, mimeType: node.mimeType)
@@ -305,6 +306,7 @@ extension UnlockedVault {
         let node = try attributes(id)
         guard node.kind == .file else { throw FSError(EINVAL) }
         let sealed = try Thumbnail.seal(image, key: keys.thumbnail, vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
+        try layout.prepareParent(of: layout.thumbnailPath(node.blobID))
         try FileSystem.replaceFile(layout.thumbnailPath(node.blobID), with: sealed)
     }
 

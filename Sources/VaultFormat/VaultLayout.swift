@@ -34,14 +34,15 @@ public struct VaultLayout {
         return thumbsDirectory + "/" + h.prefix(2) + "/" + h.dropFirst(2)
     }
 
-    /// Creates the directory skeleton (0700 throughout).
+    /// Creates the directory skeleton (0700 throughout); fan-out subdirectories come with their first blob.
     public func createDirectories() throws {
         try FileSystem.makeDirectories(root)
-        try FileSystem.makeDirectory(indexDirectory)
-        for dir in [blobsDirectory, thumbsDirectory] {
-            try FileSystem.makeDirectory(dir)
-            for i in 0..<256 { try FileSystem.makeDirectory(dir + "/" + [UInt8(i)].hex) }
-        }
+        for dir in [indexDirectory, blobsDirectory, thumbsDirectory] { try FileSystem.makeDirectory(dir) }
+    }
+
+    /// Makes sure the fan-out directory for `path` exists.
+    public func prepareParent(of path: String) throws {
+        try FileSystem.makeDirectory(FileSystem.parent(of: path))
     }
 
     /// Reads and decodes the header; `notAVault` when there is none.
@@ -57,7 +58,7 @@ public struct VaultLayout {
     /// Every blob identifier present on disk.
     public func blobIDsOnDisk() throws -> [[UInt8]] {
         var ids: [[UInt8]] = []
-        for sub in try FileSystem.listDirectory(blobsDirectory) where sub.count == 2 {
+        for sub in try FileSystem.listDirectory(blobsDirectory) where sub.count == 2 && FileSystem.isDirectory(blobsDirectory + "/" + sub) {
             for name in try FileSystem.listDirectory(blobsDirectory + "/" + sub) where name.count == 30 {
                 if let id = [UInt8](hex: sub + name) { ids.append(id) }
             }
