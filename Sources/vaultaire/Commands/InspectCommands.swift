@@ -90,7 +90,8 @@ enum KDFBenchCommand {
             print("  \(label.padding(9)) \(iterations) iterations: \(String(format3(t * 1000))) ms per guess, \(String(format3(perSecond))) guesses/s, \(String(format3(days))) days for 10^9 guesses")
         }
         print("An attacker with many cores or GPUs divides these times by their parallelism; a credential")
-        print("drawn from 10^9 likely choices is not safe. A 4×4 pattern of 4–16 cells has under 10^13 possibilities.")
+        print("drawn from 10^9 likely choices is not safe. A 4×4 pattern of 4–16 distinct cells has about 5.7×10^13")
+        print("possibilities in all, but people draw from a small, predictable part of them.")
     }
 }
 
