@@ -12,11 +12,14 @@ let package = Package(
 
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
 
+        .systemLibrary(name: "CLibSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
+        .target(name: "CSecretService", dependencies: ["CLibSecret"]),
+
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CSystemShims"),
         .target(name: "VaultSystem", dependencies: ["CSystemShims"]),
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
-        .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem"]),
+        .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
@@ -27,8 +30,10 @@ let package = Package(
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultSystem"]),
         .testTarget(name: "VaultFSTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "CLITests", dependencies: ["VaultSystem"]),
-        .testTarget(name: "MountTests", dependencies: ["VaultSystem"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
     swiftLanguageModes: [.v5]
 )

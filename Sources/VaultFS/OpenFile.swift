@@ -71,7 +71,7 @@ final class OpenFile {
             if index < onDisk {
                 try readFromDisk(index, into: c)
             } else {
-                memset(c.baseAddress!, 0, c.count)
+                _ = memset(c.baseAddress!, 0, c.count)
             }
         }
         cacheIndex = index
@@ -102,7 +102,7 @@ final class OpenFile {
             } else {
                 try load(index)
                 cache.withUnsafeBytes { c in
-                    memcpy(buffer.baseAddress! + done, c.baseAddress! + within, take)
+                    _ = memcpy(buffer.baseAddress! + done, c.baseAddress! + within, take)
                 }
             }
             done += take
@@ -128,7 +128,7 @@ final class OpenFile {
             } else {
                 try load(index)
                 cache.withUnsafeMutableBytes { c in
-                    memcpy(c.baseAddress! + within, data.baseAddress! + done, take)
+                    _ = memcpy(c.baseAddress! + within, data.baseAddress! + done, take)
                 }
                 cacheDirty = true
             }
@@ -146,7 +146,7 @@ final class OpenFile {
             let newCount = (newSize + chunkSize - 1) / chunkSize
             if used < chunkSize || newCount > oldCount {
                 try load(lastIndex)
-                cache.withUnsafeMutableBytes { c in memset(c.baseAddress! + used, 0, chunkSize - used) }
+                cache.withUnsafeMutableBytes { c in _ = memset(c.baseAddress! + used, 0, chunkSize - used) }
                 cacheDirty = true
             }
         }
@@ -176,7 +176,7 @@ final class OpenFile {
             let lastIndex = newCount - 1
             try load(lastIndex)
             let used = newSize - lastIndex * chunkSize
-            cache.withUnsafeMutableBytes { c in memset(c.baseAddress! + used, 0, chunkSize - used) }
+            cache.withUnsafeMutableBytes { c in _ = memset(c.baseAddress! + used, 0, chunkSize - used) }
             cacheDirty = true
         }
         size = newSize

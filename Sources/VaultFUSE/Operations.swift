@@ -179,7 +179,7 @@ private let opReadlink: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePoin
     run("readlink") { mv in
         let target = try mv.vault.readLink(try mv.vault.resolve(try pathString(path)).id)
         let n = min(target.count, size - 1)
-        target.withUnsafeBytes { memcpy(buf!, $0.baseAddress!, n) }
+        target.withUnsafeBytes { _ = memcpy(buf!, $0.baseAddress!, n) }
         buf![n] = 0
         return 0
     }

@@ -49,8 +49,10 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
 /// The master key: remembered in the keychain when it is there, else from the credential.
 func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> SecureBytes {
     let header = try VaultAccess.readHeader(at: path)
-    if args.value("passphrase-file") == nil, let remembered = try? keychain.getMasterKey(for: header.vaultID) {
-        return remembered
+    if args.value("passphrase-file") == nil {
+        do { return try keychain.getMasterKey(for: header.vaultID) } catch KeychainError.notFound {
+            // Not remembered: ask for the credential.
+        }
     }
     let credential = try currentCredential(args, header: header)
     return try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain)

@@ -1,7 +1,7 @@
 import VaultKeychain
 
-/// The Secret Service backend, when a session bus offers one.
+/// The Secret Service backend. Reachability is checked by the first real call, which fails with one
+/// line naming both ways out (unlock a keyring, or choose the file keychain).
 func secretServiceBackend() throws -> KeychainBackend {
-    throw KeychainError.unavailable(
-        "no Secret Service (org.freedesktop.secrets) is reachable on the session bus; start or unlock your login keyring, or choose the file keychain with --keychain file or VAULTAIRE_KEYCHAIN=file")
+    SecretServiceKeychain()
 }

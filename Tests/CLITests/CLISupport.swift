@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Runs the built `vaultaire` binary as a user would, in a private temporary world: its own
@@ -11,12 +12,7 @@ final class CLIWorld {
     init() throws {
         root = "/tmp/vaultaire-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var dir = exe.deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("vaultaire").path) && dir.path != "/" {
-            dir = dir.deletingLastPathComponent()
-        }
-        binary = dir.appendingPathComponent("vaultaire").path
+        binary = ProcessRunner.vaultaireBinary
         environment = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data",
                        "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file"]
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 final class LifecycleTests: MountTestCase {
@@ -69,8 +70,7 @@ final class LifecycleTests: MountTestCase {
             usleep(UInt32.random(in: 50_000...300_000, using: &rng))
             _ = try mv.execute("/usr/bin/pkill", ["-KILL", "-f", "vaultaire mount \(mv.vault) "])
             kill(writer, SIGKILL)
-            var status: Int32 = 0
-            waitpid(writer, &status, 0)
+            ProcessRunner.wait(writer)
             _ = try mv.execute("/bin/fusermount3", ["-uz", mv.mountpoint])
             XCTAssertTrue(waitUntil(seconds: 5) { !self.mv.isMounted })
             try mv.mount()

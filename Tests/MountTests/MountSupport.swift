@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// A vault created and mounted through the real `vaultaire` binary on a real FUSE mount. Every
@@ -6,24 +7,17 @@ import XCTest
 /// when the test failed.
 final class MountedVault {
     let root: String
-    let binary: String
-    var environment: [String: String]
+    let binary = ProcessRunner.vaultaireBinary
+    let runner: ProcessRunner
     var vault: String { root + "/vault" }
     var mountpoint: String { root + "/mnt" }
     var passphraseFile: String { root + "/pw" }
-    private(set) var outputs: [String] = []
 
     init() throws {
         root = "/tmp/vaultaire-mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: root + "/mnt", withIntermediateDirectories: true)
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var dir = exe.deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("vaultaire").path) && dir.path != "/" {
-            dir = dir.deletingLastPathComponent()
-        }
-        binary = dir.appendingPathComponent("vaultaire").path
-        environment = ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root, "XDG_DATA_HOME": root + "/data",
-                       "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file", "LC_ALL": "C"]
+        runner = ProcessRunner(environment: ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root, "XDG_DATA_HOME": root + "/data",
+                       "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file", "LC_ALL": "C"], scratch: root)
         FileManager.default.createFile(atPath: passphraseFile, contents: Data("mount test passphrase\n".utf8))
         try vaultaire(["init", vault, "--passphrase-file", passphraseFile, "--kdf-iterations", "1000",
                        "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase"])
@@ -38,44 +32,15 @@ final class MountedVault {
         }
     }
 
-    struct Result { let status: Int32; let stdout: String; let stderr: String }
-
-    /// Runs a program with posix_spawn, its output going to files (no pipes to fill up, and no reliance on
-    /// Foundation's child monitoring, which the mount's daemonizing double fork confuses).
     @discardableResult
-    func execute(_ path: String, _ args: [String], input: String? = nil) throws -> Result {
-        let out = root + "/.out-\(UInt32.random(in: 0...UInt32.max))", err = out + ".err", inp = out + ".in"
-        FileManager.default.createFile(atPath: inp, contents: Data((input ?? "").utf8))
-        defer { for f in [out, err, inp] { unlink(f) } }
-        let pid = try spawn(path, args, stdin: inp, stdout: out, stderr: err)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        let r = Result(status: code, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                       stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
-        outputs.append(r.stdout + r.stderr)
-        return r
+    func execute(_ path: String, _ args: [String], input: String? = nil) throws -> ProcessRunner.Result {
+        try runner.run(path, args, input: input)
     }
 
-    /// Starts a program in the background; the caller kills and reaps it.
-    func spawn(_ path: String, _ args: [String], stdin: String = "/dev/null", stdout: String = "/dev/null", stderr: String = "/dev/null") throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv = ([path] + args).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in argv + envp { free(p) } }
-        var pid = pid_t()
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard rc == 0 else { throw NSError(domain: "spawn", code: Int(rc)) }
-        return pid
-    }
+    func spawn(_ path: String, _ args: [String]) throws -> pid_t { try runner.spawn(path, args) }
 
     @discardableResult
-    func vaultaire(_ args: [String], expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    func vaultaire(_ args: [String], expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
         let r = try execute(binary, args)
         if let expect { XCTAssertEqual(r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line) }
         return r
@@ -83,7 +48,7 @@ final class MountedVault {
 
     /// Runs a bash script with `set -euo pipefail` in the mountpoint; returns its result.
     @discardableResult
-    func shell(_ script: String, file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    func shell(_ script: String, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
         let r = try execute("/bin/bash", ["-c", "set -euo pipefail\ncd '\(mountpoint)'\n" + script])
         XCTAssertEqual(r.status, 0, "script failed:\n\(script)\nstdout: \(r.stdout)\nstderr: \(r.stderr)", file: file, line: line)
         return r
