@@ -28,6 +28,9 @@ final class OpenFile {
     /// Chunks 0..<onDisk hold valid sealed data on disk.
     private var onDisk: Int
     private var slot: [UInt8]
+    /// Scratch for runs of whole chunks, read or written with one system call.
+    private var runSlots: [UInt8]
+    private let maximumRun: Int
 
     init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool) throws {
         self.id = id
@@ -38,6 +41,8 @@ final class OpenFile {
         self.cache = SecureBytes(count: blob.chunkSize)
         self.onDisk = (size + blob.chunkSize - 1) / blob.chunkSize
         self.slot = [UInt8](repeating: 0, count: blob.slotSize)
+        self.maximumRun = max(1, (1 << 20) / blob.chunkSize)
+        self.runSlots = []
     }
 
     var chunkCount: Int { (size + chunkSize - 1) / chunkSize }
@@ -60,6 +65,29 @@ final class OpenFile {
             try blob.writeChunk(index, final: index == chunkCount - 1, from: buffer, scratch: s)
         }
         onDisk = max(onDisk, index + 1)
+    }
+
+    /// Whole chunks `first ..< first + count`, straight from disk into `buffer`; falls back to one chunk
+    /// at a time (which knows the last-chunk tolerance) when the run fails.
+    private func readRun(_ first: Int, count: Int, into buffer: UnsafeMutableRawBufferPointer) throws {
+        if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
+        do {
+            try runSlots.withUnsafeMutableBytes { s in
+                try blob.readChunks(from: first, count: count, finalIndex: chunkCount - 1, into: buffer, scratch: s)
+            }
+        } catch is FormatError {
+            for k in 0..<count {
+                try readFromDisk(first + k, into: UnsafeMutableRawBufferPointer(rebasing: buffer[k * chunkSize..<(k + 1) * chunkSize]))
+            }
+        }
+    }
+
+    private func writeRun(_ first: Int, count: Int, from data: UnsafeRawBufferPointer) throws {
+        if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
+        try runSlots.withUnsafeMutableBytes { s in
+            try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
+        }
+        onDisk = max(onDisk, first + count)
     }
 
     /// Brings chunk `index` into the cache (writing back whatever was there).
@@ -97,8 +125,12 @@ final class OpenFile {
             let within = position % chunkSize
             let take = min(chunkSize - within, length - done)
             if index != cacheIndex && within == 0 && take == chunkSize && index < onDisk {
-                // Whole chunk: decrypt straight into the caller's buffer.
-                try readFromDisk(index, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + chunkSize]))
+                // Whole chunks: decrypt straight into the caller's buffer, a run at a time.
+                var run = 1
+                while run < maximumRun && done + (run + 1) * chunkSize <= length && index + run < onDisk && index + run != cacheIndex { run += 1 }
+                try readRun(index, count: run, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + run * chunkSize]))
+                done += run * chunkSize
+                continue
             } else {
                 try load(index)
                 cache.withUnsafeBytes { c in
@@ -123,8 +155,12 @@ final class OpenFile {
             let within = position % chunkSize
             let take = min(chunkSize - within, data.count - done)
             if within == 0 && take == chunkSize {
-                if cacheIndex == index { cacheIndex = -1; cacheDirty = false }
-                try writeToDisk(index, from: UnsafeRawBufferPointer(rebasing: data[done..<done + chunkSize]))
+                var run = 1
+                while run < maximumRun && done + (run + 1) * chunkSize <= data.count { run += 1 }
+                if cacheIndex >= index && cacheIndex < index + run { cacheIndex = -1; cacheDirty = false }
+                try writeRun(index, count: run, from: UnsafeRawBufferPointer(rebasing: data[done..<done + run * chunkSize]))
+                done += run * chunkSize
+                continue
             } else {
                 try load(index)
                 cache.withUnsafeMutableBytes { c in

@@ -8,6 +8,8 @@ public final class FileHandle {
     public let writable: Bool
     public let append: Bool
     let file: OpenFile
+    /// For the mount: the path a hard-linked file was opened by, so its other names' caches can be dropped.
+    public var openedPath: String?
 
     init(id: UInt64, writable: Bool, append: Bool, file: OpenFile) {
         self.id = id
@@ -54,8 +56,13 @@ extension UnlockedVault {
     /// Creates a regular file and opens it for writing.
     public func create(in parent: UInt64, name: String, permissions: UInt32, caller: Caller, exclusive: Bool = true) throws -> FileHandle {
         do {
-            let node = try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller)
-            return try open(node.id, write: true)
+            let node = try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
+                                    device: 0, symlinkTarget: [], keepOpen: true)
+            let file = try meta.withLock { () throws -> OpenFile in
+                guard let f = openFiles[node.id] else { throw FSError(ENOENT) }
+                return f
+            }
+            return FileHandle(id: node.id, writable: true, append: false, file: file)
         } catch let e as FSError where e.errno == EEXIST && !exclusive {
             let node = try lookup(parent, name)
             return try open(node.id, write: true, truncate: true)

@@ -21,6 +21,14 @@ extension UnlockedVault {
     @discardableResult
     public func makeNode(in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
                          device: UInt64 = 0, symlinkTarget: [UInt8] = []) throws -> Inode {
+        try makeNode(in: parent, name: name, kind: kind, permissions: permissions, caller: caller, device: device,
+                     symlinkTarget: symlinkTarget, keepOpen: false)
+    }
+
+    /// With `keepOpen`, a new regular file is registered as open for writing (one handle) with the blob
+    /// just created, saving a reopen and a header check on every create.
+    func makeNode(in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
+                  device: UInt64, symlinkTarget: [UInt8], keepOpen: Bool) throws -> Inode {
         try requireWritable()
         try UnlockedVault.checkName(name)
         return try meta.withLock {
@@ -44,10 +52,16 @@ extension UnlockedVault {
                 node.blobID = try SecureRandom.bytes(16)
                 node.mimeType = MIMETypes.guess(for: name)
                 node.needsCheck = true
-                try layout.prepareParent(of: layout.blobPath(node.blobID))
-                _ = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                        vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                        name: name, mimeType: node.mimeType)
+                try prepareFanOut(for: node.blobID)
+                let blob = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
+                                               vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                                               name: name, mimeType: node.mimeType)
+                if keepOpen {
+                    let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true)
+                    open.handles = 1
+                    open.writers = 1
+                    openFiles[node.id] = open
+                }
             }
             var parentNode = parentRecord
             parentNode.modificationTime = now
@@ -126,6 +140,13 @@ extension UnlockedVault {
         changes.append(.putInode(p))
         try commitChanges(changes)
         if node.kind == .file, state.inodes[node.id] == nil { deleteBlob(node) }
+    }
+
+    /// Creates the blob's fan-out directory once per session (not a mkdir per file).
+    func prepareFanOut(for blobID: [UInt8]) throws {
+        guard !fanOutReady.contains(blobID[0]) else { return }
+        try layout.prepareParent(of: layout.blobPath(blobID))
+        fanOutReady.insert(blobID[0])
     }
 
     func deleteBlob(_ node: Inode) {

@@ -10,8 +10,9 @@ public enum VaultAccess {
     public struct CreateOptions {
         public var iterations = KDFPolicy.vaultIterations
         public var recoveryIterations = KDFPolicy.recoveryIterations
-        /// 32 KiB chunks (see docs/PERFORMANCE.md for the measurement behind the default).
-        public var chunkSizeLog2: UInt8 = 15
+        /// 4 KiB chunks: random 4 KiB I/O needs no read-modify-write and small files take one chunk;
+        /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md has the measurement).
+        public var chunkSizeLog2: UInt8 = 12
         public init() {}
     }
 

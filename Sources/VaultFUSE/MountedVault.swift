@@ -14,6 +14,19 @@ public final class MountedVault {
     /// Blocks of this size are what `stat` reports (cp and friends size their buffers by it).
     let preferredBlockSize = 128 * 1024
 
+    /// Set once the FUSE handle exists; used to invalidate cached attributes.
+    var fuse: OpaquePointer?
+    var invalidatePath: ((OpaquePointer, String) -> Void)?
+
+    /// libfuse's high-level API gives each *name* its own kernel inode, so when a hard-linked file's
+    /// link count changes through one name, the other names' cached attributes must be dropped.
+    /// The name the current request came through is left alone: the kernel updates its own inode, and
+    /// invalidating it from inside its own request could wait on locks that request holds.
+    func invalidateOtherNames(of id: UInt64, except current: [String]) {
+        guard let fuse, let invalidatePath else { return }
+        for path in vault.paths(of: id) where !current.contains(path) { invalidatePath(fuse, path) }
+    }
+
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly

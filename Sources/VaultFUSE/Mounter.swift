@@ -58,6 +58,8 @@ public enum Mounter {
             try? vault.close()
             throw Failure.setup("libfuse rejected the mount options")
         }
+        mounted.fuse = fuse
+        mounted.invalidatePath = { f, path in _ = fuse_invalidate_path(f, path) }
         guard fuse_mount(fuse, mountpoint) == 0 else {
             fuse_destroy(fuse)
             try? vault.close()

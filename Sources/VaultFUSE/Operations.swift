@@ -188,7 +188,9 @@ private let opReadlink: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePoin
 private let opUnlink: @convention(c) (UnsafePointer<CChar>?) -> Int32 = { path in
     run("unlink") { mv in
         let (parent, name) = try parentAndName(mv, path)
+        let node = try mv.vault.lookup(parent, name)
         try mv.vault.unlink(in: parent, name: name)
+        if node.linkCount > 1 { mv.invalidateOtherNames(of: node.id, except: []) }
         return 0
     }
 }
@@ -212,7 +214,11 @@ private let opRename: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar
         }
         let (p1, n1) = try parentAndName(mv, from)
         let (p2, n2) = try parentAndName(mv, to)
+        let replaced = try? mv.vault.lookup(p2, n2)
         try mv.vault.rename(from: p1, name: n1, to: p2, newName: n2, mode: mode)
+        if let replaced, mode == .replace, replaced.kind != .directory, replaced.linkCount > 1 {
+            mv.invalidateOtherNames(of: replaced.id, except: [try pathString(from), try pathString(to)])
+        }
         return 0
     }
 }
@@ -222,14 +228,23 @@ private let opLink: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?
         let node = try mv.vault.resolve(try pathString(from))
         let (parent, name) = try parentAndName(mv, to)
         _ = try mv.vault.link(node.id, into: parent, name: name)
+        mv.invalidateOtherNames(of: node.id, except: [try pathString(from), try pathString(to)])
         return 0
     }
+}
+
+/// After an attribute change through one name of a hard-linked file, its other names must not keep
+/// showing the old attributes.
+private func attributesChanged(_ mv: MountedVault, _ id: UInt64, _ path: UnsafePointer<CChar>?) {
+    guard let node = try? mv.vault.attributes(id), node.linkCount > 1 else { return }
+    mv.invalidateOtherNames(of: id, except: path.flatMap { String(validatingCString: $0) }.map { [$0] } ?? [])
 }
 
 private let opChmod: @convention(c) (UnsafePointer<CChar>?, mode_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, mode, fi in
     run("chmod") { mv in
         let id = try handle(fi)?.id ?? mv.vault.resolve(try pathString(path)).id
         try mv.vault.setAttributes(id, .init(permissions: UInt32(mode & 0o7777)))
+        attributesChanged(mv, id, path)
         return 0
     }
 }
@@ -238,6 +253,7 @@ private let opChown: @convention(c) (UnsafePointer<CChar>?, uid_t, gid_t, Unsafe
     run("chown") { mv in
         let id = try handle(fi)?.id ?? mv.vault.resolve(try pathString(path)).id
         try mv.vault.setAttributes(id, .init(uid: uid == UInt32.max ? nil : uid, gid: gid == UInt32.max ? nil : gid))
+        attributesChanged(mv, id, path)
         return 0
     }
 }
@@ -254,6 +270,7 @@ private let opUtimens: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<time
         let change = ts.map { UnlockedVault.AttributeChange(accessTime: value($0[0]), modificationTime: value($0[1])) }
             ?? UnlockedVault.AttributeChange(accessTime: now, modificationTime: now)
         try mv.vault.setAttributes(id, change)
+        attributesChanged(mv, id, path)
         return 0
     }
 }
@@ -263,6 +280,7 @@ private let opTruncate: @convention(c) (UnsafePointer<CChar>?, off_t, UnsafeMuta
         let node = try handle(fi).map { try mv.vault.attributes($0.id) } ?? (try mv.vault.resolve(try pathString(path)))
         guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
         try mv.vault.setSize(node.id, to: Int(size))
+        attributesChanged(mv, node.id, path)
         return 0
     }
 }
@@ -279,8 +297,15 @@ private let opOpen: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<
         let node = try mv.vault.resolve(try pathString(path))
         let m = accessMode(fi!.pointee.flags)
         let h = try mv.vault.open(node.id, write: m.write, truncate: m.truncate, append: m.append)
-        // Only this mount changes the vault, so cached pages stay valid across opens.
-        fi!.pointee.keep_cache = 1
+        if node.linkCount > 1 {
+            // Each name of a hard-linked file has its own kernel inode and page cache under libfuse's
+            // high-level API; bypassing the page cache keeps every name's view of the data the same.
+            fi!.pointee.direct_io = 1
+            h.openedPath = try pathString(path)
+        } else {
+            // Only this mount changes the vault, so cached pages stay valid across opens.
+            fi!.pointee.keep_cache = 1
+        }
         store(h, in: fi)
         return 0
     }
@@ -317,6 +342,7 @@ private let opFlush: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer
     run("flush") { mv in
         guard let h = handle(fi) else { return 0 }
         try mv.vault.flush(h)
+        if h.writable, let opened = h.openedPath { mv.invalidateOtherNames(of: h.id, except: [opened]) }
         return 0
     }
 }
@@ -399,7 +425,7 @@ private let opInit: @convention(c) (UnsafeMutablePointer<fuse_conn_info>?, Unsaf
         cfg.pointee.kernel_cache = 1
         cfg.pointee.entry_timeout = 1
         cfg.pointee.attr_timeout = 1
-        cfg.pointee.negative_timeout = 0
+        cfg.pointee.negative_timeout = 1  // only this mount changes the vault, and it invalidates what it changes
     }
     if let conn {
         conn.pointee.max_write = 1 << 20

@@ -132,36 +132,63 @@ public final class FileBlob {
     /// Throws `damaged` if the chunk is missing or fails authentication; `plaintext` is then zeroed.
     public func readChunk(_ index: Int, final: Bool, into plaintext: UnsafeMutableRawBufferPointer,
                           scratch slot: UnsafeMutableRawBufferPointer) throws {
-        precondition(plaintext.count == chunkSize && slot.count == slotSize)
-        let n = try fd.read(into: slot, at: offset(ofChunk: index))
-        guard n == slotSize else {
-            memset(plaintext.baseAddress!, 0, plaintext.count)
-            throw FormatError.damaged("chunk \(index) missing")
-        }
-        var aad = chunkAAD(index, final: final)
+        try readChunks(from: index, count: 1, finalIndex: final ? index : -1, into: plaintext, scratch: slot)
+    }
+
+    /// Reads `count` consecutive chunks with one pread and opens each into `plaintext` (count × chunk size).
+    /// The chunk numbered `finalIndex` is expected to carry the final flag. On any failure the whole of
+    /// `plaintext` is zeroed before `damaged` is thrown.
+    public func readChunks(from first: Int, count: Int, finalIndex: Int, into plaintext: UnsafeMutableRawBufferPointer,
+                           scratch: UnsafeMutableRawBufferPointer) throws {
+        precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
+        let slots = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count * slotSize])
+        let n = try fd.read(into: slots, at: offset(ofChunk: first))
         do {
-            try withUnsafeBytes(of: &aad) { a in
-                try AESGCMContext.current.open(UnsafeRawBufferPointer(rebasing: slot[12...]), using: contentKey,
-                                               nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
-                                               authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]), into: plaintext)
+            for k in 0..<count {
+                let index = first + k
+                guard n >= (k + 1) * slotSize else { throw FormatError.damaged("chunk \(index) missing") }
+                let slot = UnsafeMutableRawBufferPointer(rebasing: slots[k * slotSize..<(k + 1) * slotSize])
+                var aad = chunkAAD(index, final: index == finalIndex)
+                do {
+                    try withUnsafeBytes(of: &aad) { a in
+                        try AESGCMContext.current.open(UnsafeRawBufferPointer(rebasing: slot[12...]), using: contentKey,
+                                                       nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                                                       authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
+                                                       into: UnsafeMutableRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]))
+                    }
+                } catch CryptoError.authenticationFailure {
+                    throw FormatError.damaged("chunk \(index) fails authentication")
+                }
             }
-        } catch CryptoError.authenticationFailure {
-            throw FormatError.damaged("chunk \(index) fails authentication")
+        } catch {
+            _ = memset(plaintext.baseAddress!, 0, plaintext.count)
+            throw error
         }
     }
 
     /// Seals `plaintext` (exactly one chunk) as chunk `index` with a fresh nonce and writes it in place.
     public func writeChunk(_ index: Int, final: Bool, from plaintext: UnsafeRawBufferPointer,
                            scratch slot: UnsafeMutableRawBufferPointer) throws {
-        precondition(plaintext.count == chunkSize && slot.count == slotSize)
-        try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: slot[0..<12]))
-        var aad = chunkAAD(index, final: final)
-        try withUnsafeBytes(of: &aad) { a in
-            try AESGCMContext.current.seal(plaintext, using: contentKey, nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
-                                           authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
-                                           into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
+        try writeChunks(from: index, count: 1, finalIndex: final ? index : -1, from: plaintext, scratch: slot)
+    }
+
+    /// Seals `count` consecutive chunks (each with a fresh random nonce) and writes them with one pwrite.
+    public func writeChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
+                            scratch: UnsafeMutableRawBufferPointer) throws {
+        precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
+        for k in 0..<count {
+            let index = first + k
+            let slot = UnsafeMutableRawBufferPointer(rebasing: scratch[k * slotSize..<(k + 1) * slotSize])
+            try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: slot[0..<12]))
+            var aad = chunkAAD(index, final: index == finalIndex)
+            try withUnsafeBytes(of: &aad) { a in
+                try AESGCMContext.current.seal(UnsafeRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]),
+                                               using: contentKey, nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                                               authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
+                                               into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
+            }
         }
-        try fd.write(UnsafeRawBufferPointer(slot), at: offset(ofChunk: index))
+        try fd.write(UnsafeRawBufferPointer(rebasing: scratch[0..<count * slotSize]), at: offset(ofChunk: first))
     }
 
     /// Cuts the stream to `chunks` slots.

@@ -84,7 +84,9 @@ final class DifferentialTests: MountTestCase {
                     }
                 }
             }
-            XCTAssertEqual(try snapshot(a), try snapshot(b), "trees differ after batch \(batch)")
+            let (sa, sb) = (try snapshot(a), try snapshot(b))
+            let differing = Set(sa.keys).union(sb.keys).filter { sa[$0] != sb[$0] }.sorted()
+            XCTAssertEqual(differing, [], "after batch \(batch): " + differing.map { "\($0): mount \(sa[$0] ?? "-") plain \(sb[$0] ?? "-")" }.joined(separator: "; "))
         }
         let before = try snapshot(b)
         try mv.unmount()

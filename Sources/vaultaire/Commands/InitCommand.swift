@@ -16,6 +16,7 @@ enum InitCommand {
             .init(long: "recovery-phrase-out", short: nil, valueName: "file", help: "Write the recovery phrase to FILE (mode 0600) instead of printing it."),
             .init(long: "kdf-iterations", short: nil, valueName: "n", help: "PBKDF2 iterations for the vault key (default 600000)."),
             .init(long: "recovery-iterations", short: nil, valueName: "n", help: "PBKDF2 iterations for the recovery key (default 800000)."),
+            .init(long: "chunk-size", short: nil, valueName: "KiB", help: "Content chunk size: 4, 8, 16, 32, 64 … 1024 KiB (default 4)."),
             CommonOptions.remember, CommonOptions.keychain,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
@@ -25,6 +26,12 @@ enum InitCommand {
         var options = VaultAccess.CreateOptions()
         options.iterations = try args.integer("kdf-iterations", default: options.iterations, command: spec.name)
         options.recoveryIterations = try args.integer("recovery-iterations", default: options.recoveryIterations, command: spec.name)
+        if let kib = args.value("chunk-size") {
+            guard let k = Int(kib), k >= 4, k <= 1024, k & (k - 1) == 0 else {
+                throw CLIError.usage("--chunk-size must be a power of two from 4 to 1024 (KiB), got '\(kib)'", command: spec.name)
+            }
+            options.chunkSizeLog2 = UInt8(k.trailingZeroBitCount + 10)
+        }
         try KDFPolicy.check(options.iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try KDFPolicy.check(options.recoveryIterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
         let keychain = try selectKeychain(args)

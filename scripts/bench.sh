@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: Vaultaire against gocryptfs, securefs and cryfs, the libfuse passthrough
+# example (the cost of FUSE alone) and a plain directory, on this machine, in one run.
+# Prints one table of medians with ratios against the best peer and against passthrough.
+# It reports; it never fails CI. Usage: scripts/bench.sh [runs=3] [seq MiB=1024] [small files=10000] [scale files=100000]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS="${1:-3}"; SEQ_MB="${2:-1024}"; SMALL="${3:-10000}"; SCALE="${4:-100000}"
+TARGETS="${BENCH_TARGETS:-plain passthrough vaultaire gocryptfs securefs cryfs}"
+
+scripts/install-deps.sh >/dev/null
+missing=()
+for p in gocryptfs securefs cryfs fio; do command -v "$p" >/dev/null || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get install -y -qq --no-install-recommends gocryptfs securefs cryfs fio >/dev/null 2>&1 || true
+fi
+swift build -c release >/dev/null 2>&1 || { echo "bench: release build failed"; exit 0; }
+VAULTAIRE="$(swift build -c release --show-bin-path)/vaultaire"
+
+W="$(mktemp -d /tmp/vaultaire-bench.XXXXXX)"
+cleanup() {
+  for m in "$W"/*/mnt; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+export XDG_DATA_HOME="$W/xdg" VAULTAIRE_KEYCHAIN=file
+printf 'bench passphrase\n' > "$W/pw"
+
+# The libfuse passthrough example, compiled from Debian's copy.
+PASSTHROUGH="$W/passthrough"
+gcc -O2 -Wall /usr/share/doc/libfuse3-dev/examples/passthrough.c -I/usr/share/doc/libfuse3-dev/examples \
+  $(pkg-config --cflags --libs fuse3) -o "$PASSTHROUGH" 2>/dev/null || PASSTHROUGH=""
+
+# A tree of small files (1–4 KiB, 100 per directory) for tar x.
+make_tree() {  # $1 = count, $2 = tarball
+  python3 - "$1" "$2" <<'PY'
+import io, os, random, sys, tarfile
+n, out = int(sys.argv[1]), sys.argv[2]
+random.seed(7)
+with tarfile.open(out, "w") as t:
+    for i in range(n):
+        data = os.urandom(random.randint(1024, 4096))
+        info = tarfile.TarInfo(f"tree/d{i // 100:04d}/f{i:06d}.txt"); info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+PY
+}
+make_tree "$SMALL" "$W/small.tar"
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }
+
+mount_target() {  # $1 = target, $2 = dir; sets MNT
+  local t="$1" d="$2"; MNT="$d/mnt"; mkdir -p "$d/back" "$MNT"
+  case "$t" in
+    plain) MNT="$d/back" ;;
+    passthrough) "$PASSTHROUGH" -o "modules=subdir,subdir=$d/back" "$MNT" ;;
+    vaultaire)
+      VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" init "$d/back/v" --passphrase-file "$W/pw" --kdf-iterations 1000 \
+        --recovery-iterations 1000 --recovery-phrase-out "$d/phrase" >/dev/null
+      VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/back/v" "$MNT" --passphrase-file "$W/pw" >/dev/null ;;
+    gocryptfs)
+      gocryptfs -init -q -scryptn 10 -passfile "$W/pw" "$d/back" >/dev/null 2>&1
+      gocryptfs -q -passfile "$W/pw" "$d/back" "$MNT" 2>/dev/null ;;
+    securefs)
+      securefs create --pass "bench passphrase" "$d/back" >/dev/null 2>&1
+      securefs mount -b --pass "bench passphrase" "$d/back" "$MNT" >/dev/null 2>&1
+      for _ in $(seq 50); do mountpoint -q "$MNT" && break; sleep 0.1; done ;;
+    cryfs)
+      CRYFS_FRONTEND=noninteractive CRYFS_NO_UPDATE_CHECK=true cryfs --cipher aes-256-gcm "$d/back" "$MNT" \
+        < <(printf 'bench passphrase\nbench passphrase\n') >/dev/null 2>&1 ;;
+  esac
+}
+
+unmount_target() {
+  [ "$1" = plain ] && return
+  if [ "$1" = vaultaire ]; then "$VAULTAIRE" unmount "$MNT" >/dev/null; else fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"; fi
+}
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+
+declare -A R  # R[target,workload,run] = value
+run_target() {  # $1 target, $2 run
+  local t="$1" r="$2" d="$W/$1-$2" s e
+  mount_target "$t" "$d" || { echo "  $t: mount failed"; return; }
+  s=$(now); dd if=/dev/zero of="$MNT/seq" bs=1M count="$SEQ_MB" conv=fsync status=none; e=$(now)
+  R[$t,seqwrite,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
+  drop_caches
+  s=$(now); dd if="$MNT/seq" of=/dev/null bs=1M status=none; e=$(now)
+  R[$t,seqread,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
+  rm -f "$MNT/seq"
+  for rw in randread randwrite; do
+    R[$t,$rw,$r]=$(cd "$MNT" && fio --name=r --rw=$rw --bs=4k --size=256m --runtime=8 --time_based --ioengine=psync \
+      --filename=fio.dat --output-format=terse --terse-version=3 2>/dev/null \
+      | awk -F';' -v rw=$rw '{ print (rw=="randread") ? $8 : $49 }')
+  done
+  rm -f "$MNT/fio.dat"
+  s=$(now); tar -C "$MNT" -xf "$W/small.tar"; sync -f "$MNT/tree" 2>/dev/null; e=$(now)
+  R[$t,tarx,$r]=$(python3 -c "print(f'{$SMALL/($e-$s):.0f}')")
+  drop_caches
+  s=$(now); ls -lR "$MNT/tree" > /dev/null; e=$(now); R[$t,lslr,$r]=$(elapsed $s $e)
+  s=$(now); find "$MNT/tree" -printf '%s %m %T@\n' > /dev/null; e=$(now); R[$t,statall,$r]=$(elapsed $s $e)
+  s=$(now); rm -rf "$MNT/tree"; e=$(now); R[$t,rmrf,$r]=$(elapsed $s $e)
+  unmount_target "$t"
+  rm -rf "$d"
+}
+
+echo "Vaultaire benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r), runs=$RUNS, seq=${SEQ_MB} MiB, small files=$SMALL"
+echo "versions: vaultaire $(git rev-parse --short HEAD 2>/dev/null), $(gocryptfs -version 2>/dev/null | head -1 | cut -d';' -f1), securefs $(securefs version 2>/dev/null | head -1 | awk '{print $NF}'), $(cryfs --version 2>/dev/null | head -1), libfuse $(pkg-config --modversion fuse3)"
+for r in $(seq 1 "$RUNS"); do
+  for t in $TARGETS; do
+    [ "$t" = passthrough ] && [ -z "$PASSTHROUGH" ] && continue
+    command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "$t" = vaultaire ] || continue
+    echo "  run $r: $t" >&2
+    run_target "$t" "$r"
+  done
+done
+
+median() { python3 -c "import statistics,sys; v=[float(x) for x in sys.argv[1:] if x]; print(f'{statistics.median(v):.6g}' if v else '')" "$@"; }
+declare -A M
+WORK="seqwrite seqread randread randwrite tarx lslr statall rmrf"
+for t in $TARGETS; do for w in $WORK; do
+  vals=(); for r in $(seq 1 "$RUNS"); do vals+=("${R[$t,$w,$r]:-}"); done
+  M[$t,$w]=$(median "${vals[@]}")
+done; done
+
+python3 - "$TARGETS" "$(for t in $TARGETS; do for w in $WORK; do printf '%s,%s=%s\n' "$t" "$w" "${M[$t,$w]}"; done; done)" <<'PY'
+import sys
+targets = sys.argv[1].split()
+m = {}
+for line in sys.argv[2].splitlines():
+    k, v = line.split("=")
+    m[tuple(k.split(","))] = float(v) if v else None
+work = [("seqwrite", "seq write MB/s", True), ("seqread", "seq read MB/s (cold)", True), ("randread", "rand 4K read IOPS", True),
+        ("randwrite", "rand 4K write IOPS", True), ("tarx", "tar x files/s", True), ("lslr", "ls -lR s", False),
+        ("statall", "stat all s", False), ("rmrf", "rm -rf s", False)]
+peers = [t for t in ("gocryptfs", "securefs") if t in targets]
+print("| workload | " + " | ".join(targets) + " | vaultaire ÷ best peer | vaultaire ÷ passthrough |")
+print("|---|" + "---|" * (len(targets) + 2))
+for key, label, higher in work:
+    row = [m.get((t, key)) for t in targets]
+    v = m.get(("vaultaire", key))
+    pv = [m.get((p, key)) for p in peers if m.get((p, key))]
+    best = (max(pv) if higher else min(pv)) if pv else None
+    pt = m.get(("passthrough", key))
+    def ratio(a, b):
+        if not a or not b: return "–"
+        return f"{(a / b if higher else b / a):.2f}×"
+    print(f"| {label} | " + " | ".join("–" if x is None else f"{x:g}" for x in row) + f" | {ratio(v, best)} | {ratio(v, pt)} |")
+print("\nRatios above 1 mean Vaultaire is better (for times: faster).")
+PY
+
+# Scale: a vault of $SCALE files against an empty one (Vaultaire only).
+echo
+echo "Scale (Vaultaire, $SCALE files):"
+d="$W/scale"; mkdir -p "$d"
+VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" init "$d/v" --passphrase-file "$W/pw" --kdf-iterations 1000 --recovery-iterations 1000 \
+  --recovery-phrase-out "$d/phrase" --remember >/dev/null
+mkdir -p "$d/mnt"
+touch_cost() {  # mean ms of 200 creates
+  local s e; s=$(now); for i in $(seq 200); do : > "$d/mnt/t-$1-$i"; done; e=$(now)
+  python3 -c "print(f'{($e-$s)*1000/200:.3f}')"
+}
+VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/v" "$d/mnt" >/dev/null
+empty=$(touch_cost empty)
+make_tree "$SCALE" "$W/scale.tar"
+s=$(now); tar -C "$d/mnt" -xf "$W/scale.tar"; e=$(now)
+full=$(touch_cost full)
+"$VAULTAIRE" unmount "$d/mnt" >/dev/null
+s=$(now); VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/v" "$d/mnt" >/dev/null; e=$(now)
+mount_time=$(elapsed $s $e)
+pid=$(pgrep -f "vaultaire mount $d/v" | head -1)
+ls -lR "$d/mnt" > /dev/null
+rss=$(awk '/VmHWM/ {print $2/1024 " MB"}' /proc/$pid/status)
+"$VAULTAIRE" unmount "$d/mnt" >/dev/null
+# Unlock with and without the KDF, on a vault at the full 600,000 / 800,000 iterations.
+"$VAULTAIRE" init "$d/strong" --passphrase-file "$W/pw" --recovery-phrase-out "$d/strong-phrase" >/dev/null
+mkdir -p "$d/m2"
+s=$(now); "$VAULTAIRE" mount "$d/strong" "$d/m2" --passphrase-file "$W/pw" --remember >/dev/null; e=$(now)
+kdf_mount=$(elapsed $s $e); "$VAULTAIRE" unmount "$d/m2" >/dev/null
+s=$(now); "$VAULTAIRE" mount "$d/strong" "$d/m2" >/dev/null; e=$(now)
+nokdf_mount=$(elapsed $s $e); "$VAULTAIRE" unmount "$d/m2" >/dev/null
+echo "| measure | value |"
+echo "|---|---|"
+echo "| create (: > file), empty vault | $empty ms |"
+echo "| create, vault of $SCALE files | $full ms ($(python3 -c "print(f'{$full/$empty:.2f}')")× the empty vault) |"
+echo "| mount without KDF (remembered key), $SCALE files | $mount_time s |"
+echo "| mount process peak RSS after ls -lR of $SCALE files | $rss |"
+echo "| unlock + mount, credential through the KDF (600,000 iterations), empty vault | $kdf_mount s |"
+echo "| unlock + mount, remembered key (no KDF), empty vault | $nokdf_mount s |"
