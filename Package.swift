@@ -4,7 +4,10 @@ import PackageDescription
 let package = Package(
     name: "Vaultaire",
     products: [
-        .executable(name: "vaultaire", targets: ["vaultaire"])
+        .executable(name: "vaultaire", targets: ["vaultaire"]),
+        // For the fuzz targets in Fuzz/, which depend on this package by path.
+        .library(name: "VaultFormat", targets: ["VaultFormat"]),
+        .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
     ],
     targets: [
         // C libraries from Debian, each behind one thin Swift module.

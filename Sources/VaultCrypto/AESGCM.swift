@@ -85,9 +85,35 @@ public final class AESGCMContext {
         guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("out of memory: EVP_CIPHER_CTX_new") }
         self.ctx = ctx
         self.cipher = AESGCMContext.cipherHandle
+        AESGCMContext.live.withLock { $0[ObjectIdentifier(self)] = ctx }
     }
 
-    deinit { EVP_CIPHER_CTX_free(ctx) }
+    deinit {
+        AESGCMContext.live.withLock { $0[ObjectIdentifier(self)] = nil }
+        EVP_CIPHER_CTX_free(ctx)
+    }
+
+    /// Every thread's context. A context keeps the last key's AES schedule — whose first round keys are
+    /// the key itself — until it is reset, so locking a vault resets them all.
+    private static let live = ContextRegistry()
+
+    final class ContextRegistry: @unchecked Sendable {
+        private var contexts: [ObjectIdentifier: OpaquePointer] = [:]
+        private var m = pthread_mutex_t()
+        init() { pthread_mutex_init(&m, nil) }
+        func withLock<R>(_ body: (inout [ObjectIdentifier: OpaquePointer]) -> R) -> R {
+            pthread_mutex_lock(&m); defer { pthread_mutex_unlock(&m) }
+            return body(&contexts)
+        }
+    }
+
+    /// Clears the key schedules held by all contexts (EVP_CIPHER_CTX_reset cleanses them). Call when no
+    /// operation is running, e.g. when a vault is locked.
+    public static func wipeAll() {
+        live.withLock { contexts in
+            for ctx in contexts.values { _ = EVP_CIPHER_CTX_reset(ctx) }
+        }
+    }
 
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()

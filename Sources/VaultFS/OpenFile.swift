@@ -21,6 +21,8 @@ final class OpenFile {
     /// chunk sealed non-final); only then does a read of the last chunk accept either flag.
     var tolerateLastChunkFlag: Bool
     var modifiedSinceCommit = false
+    /// The name in the sealed header, kept for reseals (new content version, rename).
+    var headerName = ""
 
     private let cache: SecureBytes
     private var cacheIndex = -1
@@ -145,6 +147,24 @@ final class OpenFile {
     /// Writes `data` at `offset`, growing the file (gaps read as zeros).
     func write(at offset: Int, from data: UnsafeRawBufferPointer) throws {
         guard data.count > 0 else { return }
+        let oldSize = size
+        do {
+            try writeUnchecked(at: offset, from: data)
+        } catch {
+            // A failed write (ENOSPC, EIO) must not leave the size claiming chunks that never reached disk.
+            if size > oldSize {
+                size = oldSize
+                if cacheIndex >= chunkCount { cacheIndex = -1; cacheDirty = false }
+                if onDisk > chunkCount { try? blob.truncate(toChunks: chunkCount); onDisk = chunkCount }
+                // The old last chunk may have been resealed as non-final: reseal it as final.
+                tolerateLastChunkFlag = true
+                if chunkCount > 0, (try? load(chunkCount - 1)) != nil { cacheDirty = true }
+            }
+            throw error
+        }
+    }
+
+    private func writeUnchecked(at offset: Int, from data: UnsafeRawBufferPointer) throws {
         let end = offset + data.count
         if end > size { try grow(to: end, firstWrittenChunk: offset / chunkSize) }
         modifiedSinceCommit = true

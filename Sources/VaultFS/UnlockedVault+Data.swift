@@ -27,20 +27,26 @@ extension UnlockedVault {
         let file: OpenFile = try meta.withLock {
             var node = try record(id)
             guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
+            // First write this session: mark the record and bump the content version (durably), then
+            // reseal the header with it — in that order, so a crash in between is tolerated and repaired.
+            var reseal = false
             if write && !node.needsCheck {
                 node.needsCheck = true
+                node.contentVersion += 1
                 try commitChanges([.putInode(node)])
                 try index.sync()
+                reseal = true
             }
             if let open = openFiles[id] {
+                if reseal { try writeHeader(open.blob, for: node, name: open.headerName) }
                 open.handles += 1
                 if write { open.writers += 1 }
                 return open
             }
-            let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: id,
-                                                 vaultID: header.vaultID, headerKey: keys.fileHeader,
-                                                 chunkSizeLog2: chunkSizeLog2, writable: !readOnly)
+            let (blob, info) = try openBlob(node, writable: !readOnly)
+            if reseal { try writeHeader(blob, for: node, name: info.name) }
             let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck)
+            open.headerName = info.name
             open.handles = 1
             open.writers = write ? 1 : 0
             openFiles[id] = open

@@ -50,6 +50,7 @@ extension UnlockedVault {
             openFiles.removeAll()
             index.close()
             keys.wipe()
+            AESGCMContext.wipeAll()
             isClosed = true
         }
         releaseLock()
@@ -63,6 +64,13 @@ extension UnlockedVault {
     /// Repairs what an interrupted session left: files marked `needsCheck` get their blob cut back to the
     /// index size and their last chunk resealed final; inodes with no links left are removed.
     func recoverAfterCrash() throws {
+        // Half-written replacements (header, snapshot, journal) from an interrupted write are dropped;
+        // the files they were to replace are intact, since the rename never happened.
+        for path in [layout.header + ".tmp", layout.indexDirectory + "/snapshot.tmp", layout.indexDirectory + "/journal.tmp"]
+        where FileSystem.exists(path) {
+            try FileSystem.remove(path)
+            notices.append("removed \(path.split(separator: "/").last!), left by an interrupted write")
+        }
         var repaired = 0, orphans = 0
         var changes: [IndexChange] = []
         for (id, var node) in state.inodes {
@@ -93,9 +101,8 @@ extension UnlockedVault {
     }
 
     private func reconcile(_ node: Inode) throws {
-        let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                             vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                             writable: true)
+        let (blob, info) = try openBlob(node, writable: true)
+        if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
         let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
         let onDisk = try blob.chunksOnDisk()
         if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: min(onDisk, count)) }

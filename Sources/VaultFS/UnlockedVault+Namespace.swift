@@ -55,9 +55,10 @@ extension UnlockedVault {
                 try prepareFanOut(for: node.blobID)
                 let blob = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                               name: name, mimeType: node.mimeType)
+                                               name: name, mimeType: node.mimeType, version: node.contentVersion)
                 if keepOpen {
                     let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true)
+                    open.headerName = name
                     open.handles = 1
                     open.writers = 1
                     openFiles[node.id] = open
@@ -243,11 +244,12 @@ extension UnlockedVault {
 
     /// Keeps the sealed header's name and MIME type in step with a rename.
     private func resealHeader(_ node: Inode, name: String) throws {
-        let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                             vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                             writable: true)
-        try blob.writeHeader(inodeID: node.id, vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                             name: name, mimeType: node.mimeType)
+        if let open = openFiles[node.id] {
+            try writeHeader(open.blob, for: node, name: name)
+            open.headerName = name
+        } else {
+            try writeHeader(try openBlob(node, writable: true).0, for: node, name: name)
+        }
     }
 
     /// Attribute changes of chmod, chown and utimens (nil leaves a field alone).

@@ -49,6 +49,20 @@ public final class UnlockedVault {
 
     var chunkSizeLog2: UInt8 { header.chunkSizeLog2 }
 
+    /// Opens a file's blob and authenticates its header against the record (inode ID and content
+    /// version; the previous version too while the record is marked `needsCheck`).
+    func openBlob(_ node: Inode, writable: Bool) throws -> (FileBlob, FileBlob.HeaderInfo) {
+        try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+                          headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
+                          version: node.contentVersion, allowPreviousVersion: node.needsCheck)
+    }
+
+    /// Reseals a blob's header (name, MIME type, content version), keeping its content key.
+    func writeHeader(_ blob: FileBlob, for node: Inode, name: String) throws {
+        try blob.writeHeader(inodeID: node.id, vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                             name: name, mimeType: node.mimeType, version: node.contentVersion)
+    }
+
     // MARK: Lookups
 
     func record(_ id: UInt64) throws -> Inode {

@@ -56,9 +56,7 @@ extension UnlockedVault {
 
     private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {
         do {
-            let (blob, _, _) = try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                                 vaultID: header.vaultID, headerKey: keys.fileHeader,
-                                                 chunkSizeLog2: chunkSizeLog2, writable: false)
+            let (blob, _) = try openBlob(node, writable: false)
             let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
             let onDisk = try blob.chunksOnDisk()
             if onDisk < count { return "blob truncated: \(onDisk) of \(count) chunks" }

@@ -9,7 +9,8 @@ import VaultSystem
 ///     chunk 0 slot: nonce [12] | ciphertext [chunk size] | tag [16]
 ///     chunk 1 slot: …
 ///
-/// Header plaintext (512 bytes): content key [32] | name (u16 length + UTF-8) | MIME type (u16 + UTF-8) | zeros.
+/// Header plaintext (512 bytes): content key [32] | content version u64 | name (u16 length + UTF-8) |
+/// MIME type (u16 + UTF-8) | zeros. The content version must match the index record's.
 /// Header AAD: "vaultaire.v1.file-header" ‖ the 24 public bytes ‖ vault ID ‖ inode ID (u64), which binds
 /// the blob to its index record: swapping two files' blobs fails authentication.
 /// Chunk AAD: blob ID ‖ chunk index (u64) ‖ final flag (u8) under the file's own random content key.
@@ -55,18 +56,27 @@ public final class FileBlob {
 
     /// Creates the blob with a fresh content key and an empty stream.
     public static func create(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
-                              chunkSizeLog2: UInt8, name: String, mimeType: String) throws -> FileBlob {
+                              chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64) throws -> FileBlob {
         let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
         let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
         try blob.writeHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
-                             name: name, mimeType: mimeType)
+                             name: name, mimeType: mimeType, version: version)
         return blob
     }
 
-    /// Opens and authenticates an existing blob's header.
+    /// What an authenticated header says besides the key.
+    public struct HeaderInfo {
+        public let name: String
+        public let mimeType: String
+        public let version: UInt64
+    }
+
+    /// Opens and authenticates an existing blob's header; its content version must be `version`, or
+    /// `version - 1` when `allowPreviousVersion` (a crash between the record and the header update).
     public static func open(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
-                            chunkSizeLog2: UInt8, writable: Bool) throws -> (FileBlob, name: String, mimeType: String) {
+                            chunkSizeLog2: UInt8, writable: Bool, version: UInt64,
+                            allowPreviousVersion: Bool = false) throws -> (FileBlob, HeaderInfo) {
         let fd = try FileDescriptor(path: path, flags: writable ? O_RDWR : O_RDONLY)
         var head = [UInt8](repeating: 0, count: headerSize)
         let n = try head.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
@@ -83,20 +93,25 @@ public final class FileBlob {
             throw FormatError.damaged("file header fails authentication")
         }
         defer { for i in plain.indices { plain[i] = 0 } }
-        let key = SecureBytes(copying: plain[0..<32])
         var r = ByteReader(Array(plain[32...]), what: "file header")
+        let found = try r.u64()
+        guard found == version || (allowPreviousVersion && found + 1 == version) else {
+            throw FormatError.damaged("file header is version \(found), its record says \(version) (blob rolled back?)")
+        }
         let name = try r.string()
         let mime = try r.string()
+        let key = SecureBytes(copying: plain[0..<32])
         let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
-        return (blob, name, mime)
+        return (blob, HeaderInfo(name: name, mimeType: mime, version: found))
     }
 
     /// Reseals the header with a new name or MIME type (same content key, fresh nonce).
     public func writeHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
-                            name: String, mimeType: String) throws {
+                            name: String, mimeType: String, version: UInt64) throws {
         let pub = FileBlob.publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
         var w = ByteWriter(capacity: FileBlob.headerPlaintextSize)
         contentKey.withUnsafeBytes { w.raw($0) }
+        w.u64(version)
         w.string(String(decoding: name.utf8.prefix(FileBlob.maximumName), as: UTF8.self))
         w.string(String(decoding: mimeType.utf8.prefix(FileBlob.maximumMIME), as: UTF8.self))
         var plain = w.bytes + [UInt8](repeating: 0, count: FileBlob.headerPlaintextSize - w.bytes.count)

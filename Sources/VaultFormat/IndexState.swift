@@ -72,3 +72,17 @@ public struct IndexState: Equatable {
         guard inodes[Inode.rootID]?.kind == .directory else { throw FormatError.damaged("snapshot lacks the root directory") }
     }
 }
+
+/// Entry points for the fuzz targets: the parsers of decrypted index data, exposed without keys.
+public enum IndexCodec {
+    /// Parses a snapshot's plaintext.
+    public static func decodeSnapshot(_ bytes: [UInt8]) throws -> IndexState { try IndexState(decoding: bytes) }
+
+    /// Parses a journal record's plaintext and applies it to an empty index.
+    public static func decodeAndApplyRecord(_ bytes: [UInt8]) throws -> IndexState {
+        var state = IndexState.empty(uid: 0, gid: 0, now: 0)
+        var r = ByteReader(bytes, what: "journal record")
+        while !r.isAtEnd { try state.apply(try IndexChange(decoding: &r)) }
+        return state
+    }
+}

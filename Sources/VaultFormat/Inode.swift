@@ -31,6 +31,9 @@ public struct Inode: Equatable {
     /// Set while the file's blob may be ahead of this record (written since the last commit); the
     /// next open reconciles such files after a crash.
     public var needsCheck: Bool
+    /// Bumped each session the file is first opened for writing, and sealed into the blob's header too,
+    /// so a whole blob rolled back to an older version no longer matches its record.
+    public var contentVersion: UInt64
 
     public init(id: UInt64, kind: Kind, permissions: UInt32, uid: UInt32, gid: UInt32, now: Int64) {
         self.id = id
@@ -50,6 +53,7 @@ public struct Inode: Equatable {
         self.symlinkTarget = []
         self.extendedAttributes = [:]
         self.needsCheck = false
+        self.contentVersion = 1
     }
 
     static let maximumXattrValue = 64 * 1024
@@ -60,6 +64,7 @@ public struct Inode: Equatable {
         w.u64(size); w.i64(accessTime); w.i64(modificationTime); w.i64(changeTime); w.i64(birthTime)
         w.u64(deviceNumber); w.u8(UInt8(blobID.count)); w.raw(blobID); w.string(mimeType); w.blob(symlinkTarget)
         w.u8(needsCheck ? 1 : 0)
+        w.u64(contentVersion)
         w.u16(UInt16(extendedAttributes.count))
         for (name, value) in extendedAttributes.sorted(by: { $0.key < $1.key }) { w.string(name); w.blob(value) }
     }
@@ -79,6 +84,7 @@ public struct Inode: Equatable {
         mimeType = try r.string()
         symlinkTarget = try r.blob(limit: Inode.maximumSymlink)
         needsCheck = try r.u8() != 0
+        contentVersion = try r.u64()
         let count = Int(try r.u16())
         extendedAttributes = [:]
         for _ in 0..<count {

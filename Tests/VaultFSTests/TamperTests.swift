@@ -177,3 +177,29 @@ final class KeyManagementTests: XCTestCase {
         XCTAssertThrowsError(try v.writeFile("/after", [1]))
     }
 }
+
+final class StaleStateTests: XCTestCase {
+    /// A leftover temporary file, a torn journal record and a lock file from a dead process are each
+    /// repaired at the next writable open, with a notice.
+    func testLeftoversAreRecoveredWithNotices() throws {
+        let tv = try TestVault()
+        var v = try tv.open()
+        try v.writeFile("/a", [1, 2, 3])
+        try v.close()
+        try FileSystem.replaceFile(tv.path + "/index/snapshot.tmp", with: [1, 2, 3])
+        let journal = try FileDescriptor(path: tv.path + "/index/journal", flags: O_WRONLY | O_APPEND)
+        try journal.append([200, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7, 7])  // a record cut off mid-write
+        try FileSystem.replaceFile(tv.path + "/mount.lock", with: Array("999999\n".utf8))
+        v = try tv.open()
+        let notices = v.notices.joined(separator: "\n")
+        XCTAssertTrue(notices.contains("snapshot.tmp"), notices)
+        XCTAssertTrue(notices.contains("incomplete record"), notices)
+        XCTAssertTrue(notices.contains("999999"), notices)
+        XCTAssertEqual(try v.readFile("/a"), [1, 2, 3])
+        try v.close()
+        let again = try tv.open()
+        XCTAssertEqual(again.notices, [], "repaired once, quiet afterwards")
+        XCTAssertTrue(again.verify().isIntact)
+        try again.close()
+    }
+}

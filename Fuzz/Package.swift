@@ -1,0 +1,18 @@
+// swift-tools-version:6.0
+// libFuzzer targets for every parser of on-disk data. Built and run by scripts/fuzz.sh with
+// -sanitize=fuzzer; not part of the main build.
+import PackageDescription
+
+let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "FuzzRecoveryPhrase"]
+
+let package = Package(
+    name: "VaultaireFuzz",
+    dependencies: [.package(name: "Vaultaire", path: "..")],
+    targets: targets.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: [.product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])])
+    },
+    swiftLanguageModes: [.v5]
+)
