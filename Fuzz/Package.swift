@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
-// libFuzzer targets for every parser of on-disk data. Built and run by scripts/fuzz.sh with
-// -sanitize=fuzzer; not part of the main build.
+// libFuzzer targets for every parser of on-disk data. Built and run by scripts/fuzz.sh (coverage
+// instrumentation, AddressSanitizer, libFuzzer's driver); not part of the main build.
 import PackageDescription
 
 let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "FuzzRecoveryPhrase"]

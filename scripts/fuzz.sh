@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in Fuzz/ (Swift with -sanitize=fuzzer) and runs each for a bounded time.
+# Builds the libFuzzer targets in Fuzz/ (coverage-instrumented Swift with AddressSanitizer) and runs each
+# for a bounded time.
 # Usage: scripts/fuzz.sh [seconds per target, default 60]. A crash leaves its input in fuzz-artifacts/;
 # turn it into a regression test before fixing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-60}"
-swift build -c release --package-path Fuzz -Xswiftc -sanitize=fuzzer 2>&1 | grep -E "error|warning: unre|Compiling Fuzz|Build" || true
+# Coverage instrumentation and AddressSanitizer, with libFuzzer's runtime linked without its main():
+# SwiftPM names an executable's entry point <target>_main, and each target hands it to LLVMFuzzerRunDriver.
+runtime="$(dirname "$(swiftc -print-target-info 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["runtimeResourcePath"])')")/clang"
+runtime="$(ls "$runtime"/*/lib/linux/libclang_rt.fuzzer_no_main-x86_64.a 2>/dev/null | head -1)"
+[ -n "$runtime" ] || runtime="$(find /opt/swift /usr/lib -name 'libclang_rt.fuzzer_no_main-x86_64.a' 2>/dev/null | head -1)"
+if ! swift build -c release --package-path Fuzz -Xswiftc -sanitize=address \
+     -Xswiftc -sanitize-coverage=edge,trace-cmp,pc-table,inline-8bit-counters \
+     -Xlinker --whole-archive -Xlinker "$runtime" -Xlinker --no-whole-archive -Xlinker -lstdc++ > fuzz-build.log 2>&1; then
+  grep -E "error" fuzz-build.log | head -20; echo "fuzz: build failed"; exit 2
+fi
 bin="$(swift build -c release --package-path Fuzz --show-bin-path)"
 mkdir -p fuzz-artifacts
+mv fuzz-build.log fuzz-artifacts/build.log
+export SWIFT_BACKTRACE=enable=no  # let libFuzzer and ASan report traps, not the Swift backtracer
 status=0
 for target in FuzzVaultHeader FuzzIndex FuzzJournal FuzzFileBlob FuzzRecoveryPhrase; do
   corpus="fuzz-artifacts/corpus-$target"; mkdir -p "$corpus"

@@ -19,6 +19,7 @@ public struct IndexState: Equatable {
     public mutating func apply(_ change: IndexChange) throws {
         switch change {
         case let .putInode(inode):
+            guard inode.id >= Inode.rootID, inode.id < UInt64.max else { throw FormatError.damaged("inode number \(inode.id) out of range") }
             inodes[inode.id] = inode
             if inode.kind == .directory, entries[inode.id] == nil { entries[inode.id] = [:] }
             if inode.id >= nextID { nextID = inode.id + 1 }

@@ -102,4 +102,13 @@ final class IndexStoreTests: XCTestCase {
     }
 }
 
+/// Inputs that once crashed a fuzz target (scripts/fuzz.sh); each must now give a typed error.
+final class FuzzRegressionTests: XCTestCase {
+    func testJournalRecordWithTheLargestInodeNumber() {
+        // FuzzJournal: a putInode with id 2^64 − 1 overflowed the next-ID computation.
+        let record: [UInt8] = [1, 255, 255, 255, 255, 255, 255, 255, 255, 1, 2, 1, 0, 42, 64, 2, 83, 116, 114, 0, 0, 26, 41, 0, 2, 0, 16, 0, 0, 8, 0, 0, 0, 223, 2, 2, 255, 0, 0, 0, 0, 0, 255, 2, 0, 16, 0, 0, 8, 0, 2, 0, 0, 0, 1, 0, 255, 255, 255, 255, 255, 255, 255, 255, 41, 0, 83, 116, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 199, 199, 199, 199, 199, 199, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 114, 0, 208]
+        XCTAssertThrowsError(try IndexCodec.decodeAndApplyRecord(record))
+    }
+}
+
 func NSTemporaryDirectoryPath() -> String { FileSystem.environment("TMPDIR") ?? "/tmp" }

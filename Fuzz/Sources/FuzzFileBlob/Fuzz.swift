@@ -8,12 +8,23 @@ let key = SecureBytes(copying: [UInt8](repeating: 7, count: 32))
 let path = "/tmp/vaultaire-fuzz-blob-\(getpid())"
 let blobID = [UInt8](repeating: 1, count: 16)
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size in
+    guard let data else { return 0 }
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     _ = write(fd, data, size)
     close(fd)
     guard let (blob, _) = try? FileBlob.open(path: path, blobID: blobID, inodeID: 2, vaultID: blobID, headerKey: key,
                                              chunkSizeLog2: 12, writable: false, version: 1, allowPreviousVersion: true) else { return 0 }
     preconditionFailure("random bytes authenticated as a file header: \(blob.path)")
+}
+
+// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from it.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("FuzzFileBlob_main")
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc, vector = argv
+    return LLVMFuzzerRunDriver(&count, &vector, fuzzOne)
 }

@@ -3,10 +3,21 @@ import VaultFormat
 /// Recovery phrases and patterns as typed by a person: any text gives a value or a typed error.
 let wordlist = try! Wordlist.load()
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size in
+    guard let data else { return 0 }
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     _ = try? RecoveryPhrase.validate(text, words: wordlist)
     if let p = try? Pattern(text: text) { precondition((try? Pattern(text: p.text)) == p, "pattern text does not round-trip") }
     return 0
+}
+
+// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from it.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("FuzzRecoveryPhrase_main")
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc, vector = argv
+    return LLVMFuzzerRunDriver(&count, &vector, fuzzOne)
 }

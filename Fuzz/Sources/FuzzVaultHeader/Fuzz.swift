@@ -1,10 +1,11 @@
+import Glibc
 import VaultCrypto
 import VaultFormat
 
 /// vault.header: decoding must never trap; a decoded header re-encodes to the same bytes, and opening
 /// its envelopes with a fixed credential only ever fails with a typed error.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size in
+    guard let data else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard let header = try? VaultHeader(decoding: bytes) else { return 0 }
     precondition(header.encoded() == bytes, "header does not round-trip")
@@ -14,4 +15,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? header.unlock(credential: .passphrase(SecureBytes(copying: Array("fuzz".utf8))), deviceSalt: salt)
     }
     return 0
+}
+
+// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from it.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("FuzzVaultHeader_main")
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc, vector = argv
+    return LLVMFuzzerRunDriver(&count, &vector, fuzzOne)
 }
