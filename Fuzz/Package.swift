@@ -8,10 +8,10 @@ let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "F
 let package = Package(
     name: "VaultaireFuzz",
     dependencies: [.package(name: "Vaultaire", path: "..")],
-    targets: targets.map { name in
+    targets: [.target(name: "FuzzDriver")] + targets.map { name in
         .executableTarget(
             name: name,
-            dependencies: [.product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire")],
+            dependencies: ["FuzzDriver", .product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])])
     },
     swiftLanguageModes: [.v5]

@@ -11,13 +11,7 @@ public enum AESGCM {
     public static func seal(_ plaintext: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + tagSize)
         try plaintext.withUnsafeBytes { pt in
-            try nonce.withUnsafeBytes { n in
-                try aad.withUnsafeBytes { a in
-                    try out.withUnsafeMutableBytes { o in
-                        try AESGCMContext.current.seal(pt, using: key, nonce: n, authenticating: a, into: o)
-                    }
-                }
-            }
+            try out.withUnsafeMutableBytes { o in try run(.seal, pt, key, nonce, aad, o) }
         }
         return out
     }
@@ -27,13 +21,7 @@ public enum AESGCM {
         guard sealed.count >= tagSize else { throw CryptoError.authenticationFailure }
         var out = [UInt8](repeating: 0, count: sealed.count - tagSize)
         try sealed.withUnsafeBytes { s in
-            try nonce.withUnsafeBytes { n in
-                try aad.withUnsafeBytes { a in
-                    try out.withUnsafeMutableBytes { o in
-                        try AESGCMContext.current.open(s, using: key, nonce: n, authenticating: a, into: o)
-                    }
-                }
-            }
+            try out.withUnsafeMutableBytes { o in try run(.open, s, key, nonce, aad, o) }
         }
         return out
     }
@@ -43,13 +31,7 @@ public enum AESGCM {
         guard sealed.count >= tagSize else { throw CryptoError.authenticationFailure }
         let out = SecureBytes(count: sealed.count - tagSize)
         try sealed.withUnsafeBytes { s in
-            try nonce.withUnsafeBytes { n in
-                try aad.withUnsafeBytes { a in
-                    try out.withUnsafeMutableBytes { o in
-                        try AESGCMContext.current.open(s, using: key, nonce: n, authenticating: a, into: o)
-                    }
-                }
-            }
+            try out.withUnsafeMutableBytes { o in try run(.open, s, key, nonce, aad, o) }
         }
         return out
     }
@@ -58,15 +40,23 @@ public enum AESGCM {
     public static func sealSecret(_ secret: SecureBytes, using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: secret.count + tagSize)
         try secret.withUnsafeBytes { pt in
-            try nonce.withUnsafeBytes { n in
-                try aad.withUnsafeBytes { a in
-                    try out.withUnsafeMutableBytes { o in
-                        try AESGCMContext.current.seal(pt, using: key, nonce: n, authenticating: a, into: o)
-                    }
+            try out.withUnsafeMutableBytes { o in try run(.seal, pt, key, nonce, aad, o) }
+        }
+        return out
+    }
+
+    private enum Direction { case seal, open }
+
+    private static func run(_ direction: Direction, _ input: UnsafeRawBufferPointer, _ key: SecureBytes, _ nonce: [UInt8],
+                            _ aad: [UInt8], _ output: UnsafeMutableRawBufferPointer) throws {
+        try nonce.withUnsafeBytes { n in
+            try aad.withUnsafeBytes { a in
+                switch direction {
+                case .seal: try AESGCMContext.current.seal(input, using: key, nonce: n, authenticating: a, into: output)
+                case .open: try AESGCMContext.current.open(input, using: key, nonce: n, authenticating: a, into: output)
                 }
             }
         }
-        return out
     }
 }
 

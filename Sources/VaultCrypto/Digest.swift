@@ -3,24 +3,17 @@ internal import COpenSSL
 /// Hashes and keyed hashes used for identifiers, checksums and subkey derivation.
 public enum Digest {
     /// SHA-256 of `data`.
-    public static func sha256(_ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var len: UInt32 = 0
-        data.withUnsafeBytes { d in
-            out.withUnsafeMutableBytes { o in
-                _ = EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, EVP_sha256(), nil)
-            }
-        }
-        return out
-    }
+    public static func sha256(_ data: [UInt8]) -> [UInt8] { digest(data, EVP_sha256(), length: 32) }
 
     /// SHA-512 of `data`.
-    public static func sha512(_ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 64)
+    public static func sha512(_ data: [UInt8]) -> [UInt8] { digest(data, EVP_sha512(), length: 64) }
+
+    private static func digest(_ data: [UInt8], _ md: OpaquePointer?, length: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: length)
         var len: UInt32 = 0
         data.withUnsafeBytes { d in
             out.withUnsafeMutableBytes { o in
-                _ = EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, EVP_sha512(), nil)
+                _ = EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, md, nil)
             }
         }
         return out

@@ -186,7 +186,8 @@ public struct VaultHeader: Equatable {
         vaultID = try r.raw(16)
         chunkSizeLog2 = try r.u8()
         guard (12...20).contains(chunkSizeLog2) else { throw FormatError.malformed("chunk size 2^\(chunkSizeLog2)") }
-        _ = try r.u8()
+        // Reserved: must be zero, so no bit of the header can change unnoticed.
+        guard try r.u8() == 0 else { throw FormatError.malformed("vault header reserved byte") }
         guard let kind = Credential.Kind(rawValue: try r.u8()) else { throw FormatError.malformed("credential kind") }
         credential = CredentialEnvelope(kind: kind, patternRows: try r.u8(), patternColumns: try r.u8(), iterations: try r.u32(),
                                         saltID: try r.raw(8), nonce: try r.raw(12), sealed: try r.raw(48))

@@ -64,8 +64,8 @@ final class HeaderTests: XCTestCase {
             for k in keys.compactMap({ $0 }) { XCTAssertEqual(k, master) }
             if keys.allSatisfy({ $0 != nil }) { undetected.append(bit) }
         }
-        // Only the reserved byte at offset 23 carries no meaning.
-        XCTAssertEqual(Set(undetected.map { $0 / 8 }), [23])
+        // Even the reserved byte (23) must be zero.
+        XCTAssertEqual(undetected, [])
     }
 
     func testWeakIterationsAreRefusedWithoutTheTestingOverride() throws {

@@ -1,5 +1,6 @@
 import Glibc
 import VaultCrypto
+import FuzzDriver
 import VaultFormat
 
 /// A file blob of arbitrary bytes: opening its header and reading its chunks yields typed errors only,
@@ -18,13 +19,5 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
     preconditionFailure("random bytes authenticated as a file header: \(blob.path)")
 }
 
-// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from it.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
-
 @_cdecl("FuzzFileBlob_main")
-public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var count = argc, vector = argv
-    return LLVMFuzzerRunDriver(&count, &vector, fuzzOne)
-}
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { runFuzzer(argc, argv, fuzzOne) }

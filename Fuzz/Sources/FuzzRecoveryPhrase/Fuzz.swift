@@ -1,3 +1,4 @@
+import FuzzDriver
 import VaultFormat
 
 /// Recovery phrases and patterns as typed by a person: any text gives a value or a typed error.
@@ -11,13 +12,5 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
     return 0
 }
 
-// SwiftPM links an executable's entry point as `<target>_main`; hand control to libFuzzer's driver from it.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
-
 @_cdecl("FuzzRecoveryPhrase_main")
-public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var count = argc, vector = argv
-    return LLVMFuzzerRunDriver(&count, &vector, fuzzOne)
-}
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { runFuzzer(argc, argv, fuzzOne) }
