@@ -85,17 +85,7 @@ public final class AESGCMContext {
 
     /// Every thread's context. A context keeps the last key's AES schedule — whose first round keys are
     /// the key itself — until it is reset, so locking a vault resets them all.
-    private static let live = ContextRegistry()
-
-    final class ContextRegistry: @unchecked Sendable {
-        private var contexts: [ObjectIdentifier: OpaquePointer] = [:]
-        private var m = pthread_mutex_t()
-        init() { pthread_mutex_init(&m, nil) }
-        func withLock<R>(_ body: (inout [ObjectIdentifier: OpaquePointer]) -> R) -> R {
-            pthread_mutex_lock(&m); defer { pthread_mutex_unlock(&m) }
-            return body(&contexts)
-        }
-    }
+    private static let live = Locked<[ObjectIdentifier: OpaquePointer]>([:])
 
     /// Clears the key schedules held by all contexts (EVP_CIPHER_CTX_reset cleanses them). Call when no
     /// operation is running, e.g. when a vault is locked.

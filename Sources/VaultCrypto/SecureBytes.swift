@@ -33,17 +33,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
 
     /// Every live allocation, so a forked child (the mount daemon) can lock the pages again:
     /// memory locks are not inherited across fork.
-    private static let registry = Registry()
-
-    final class Registry: @unchecked Sendable {
-        private var entries: [UnsafeMutableRawPointer: Int] = [:]
-        private var m = pthread_mutex_t()
-        init() { pthread_mutex_init(&m, nil) }
-        func withLock<R>(_ body: (inout [UnsafeMutableRawPointer: Int]) -> R) -> R {
-            pthread_mutex_lock(&m); defer { pthread_mutex_unlock(&m) }
-            return body(&entries)
-        }
-    }
+    private static let registry = Locked<[UnsafeMutableRawPointer: Int]>([:])
 
     /// Locks every live secret's pages again (call in a child after fork).
     public static func relockAll() {

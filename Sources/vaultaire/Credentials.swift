@@ -68,6 +68,16 @@ func openVault(_ args: ParsedArguments, readOnly: Bool) throws -> UnlockedVault 
     return vault
 }
 
+/// Unlocks, runs `body`, then locks: a failure to persist at lock is reported like any other error.
+func withOpenVault(_ args: ParsedArguments, readOnly: Bool, _ body: (UnlockedVault) throws -> Void) throws {
+    let vault = try openVault(args, readOnly: readOnly)
+    do { try body(vault) } catch {
+        try? vault.close()
+        throw error
+    }
+    try vault.close()
+}
+
 /// Picks the keychain backend: `--keychain`, else VAULTAIRE_KEYCHAIN, else the Secret Service.
 func selectKeychain(_ args: ParsedArguments) throws -> Keychain {
     let choice = args.value("keychain") ?? FileSystem.environment("VAULTAIRE_KEYCHAIN") ?? "secret-service"

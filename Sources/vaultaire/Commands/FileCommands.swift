@@ -66,8 +66,10 @@ enum PutCommand {
             input = owned!.rawValue
         }
         _ = owned
-        let vault = try openVault(args, readOnly: false)
-        defer { try? vault.close() }
+        try withOpenVault(args, readOnly: false) { vault in try copyIn(vault, args, from: input, source: source) }
+    }
+
+    private static func copyIn(_ vault: UnlockedVault, _ args: ParsedArguments, from input: Int32, source: String) throws {
         var destination = args.positionals[2]
         if let existing = try? vault.resolve(destination), existing.kind == .directory {
             let base = source == "-" ? "stdin" : String(source.split(separator: "/").last ?? "file")
@@ -138,11 +140,11 @@ enum RemoveCommand {
         minimumPositionals: 2, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
-        let vault = try openVault(args, readOnly: false)
-        defer { try? vault.close() }
-        let (parent, name) = try vault.resolveParent(args.positionals[1])
-        let node = try vault.lookup(parent, name)
-        if node.kind == .directory { try vault.removeDirectory(in: parent, name: name) } else { try vault.unlink(in: parent, name: name) }
+        try withOpenVault(args, readOnly: false) { vault in
+            let (parent, name) = try vault.resolveParent(args.positionals[1])
+            let node = try vault.lookup(parent, name)
+            if node.kind == .directory { try vault.removeDirectory(in: parent, name: name) } else { try vault.unlink(in: parent, name: name) }
+        }
     }
 }
 
@@ -155,10 +157,10 @@ enum MakeDirectoryCommand {
         minimumPositionals: 2, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
-        let vault = try openVault(args, readOnly: false)
-        defer { try? vault.close() }
-        let (parent, name) = try vault.resolveParent(args.positionals[1])
-        try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
+        try withOpenVault(args, readOnly: false) { vault in
+            let (parent, name) = try vault.resolveParent(args.positionals[1])
+            try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
+        }
     }
 }
 
