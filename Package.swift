@@ -15,8 +15,13 @@ let package = Package(
 
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
 
-        .systemLibrary(name: "CLibSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
-        .target(name: "CSecretService", dependencies: ["CLibSecret"]),
+        // libsecret (Debian's libsecret-1-dev). Its pkg-config adds -pthread, which SwiftPM warns about,
+        // so the include paths are given here directly.
+        .target(
+            name: "CSecretService",
+            cSettings: [.unsafeFlags(["-I/usr/include/libsecret-1", "-I/usr/include/glib-2.0",
+                                      "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include", "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include"])],
+            linkerSettings: [.linkedLibrary("secret-1"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]),
 
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CSystemShims"),

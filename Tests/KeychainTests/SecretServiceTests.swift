@@ -104,7 +104,7 @@ final class SecretServiceTests: XCTestCase {
         env["VAULTAIRE_ALLOW_WEAK_KDF"] = "1"
         env["XDG_DATA_HOME"] = root + "/data"  // where a file keychain would go: it must stay empty
         let cli = ProcessRunner(environment: env, scratch: root)
-        FileManager.default.createFile(atPath: root + "/pw", contents: Data("secret service passphrase\n".utf8))
+        _ = FileManager.default.createFile(atPath: root + "/pw", contents: Data("secret service passphrase\n".utf8))
         let bin = ProcessRunner.vaultaireBinary
         var r = try cli.run(bin, ["init", root + "/vault", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
                                    "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase", "--remember"])

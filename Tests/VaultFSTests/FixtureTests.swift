@@ -16,7 +16,7 @@ final class FixtureTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: keychainDir) }
         try FileManager.default.createDirectory(atPath: keychainDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let salt = try Data(contentsOf: URL(fileURLWithPath: fixtures + "/vault-v1.device-salt"))
-        FileManager.default.createFile(atPath: keychainDir + "/device-salt", contents: salt, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: keychainDir + "/device-salt", contents: salt, attributes: [.posixPermissions: 0o600])
         let keychain = Keychain(backend: FileKeychain(directory: keychainDir))
         let path = fixtures + "/vault-v1"
         let master = try VaultAccess.unwrapMasterKey(at: path, credential: .passphrase(SecureBytes(copying: Array("fixture passphrase v1".utf8))), keychain: keychain)
