@@ -39,7 +39,7 @@ final class KillTests: MountTestCase {
             [ $lost -eq 0 ] && [ $unverified -eq 0 ]
             """
         let r = try mv.execute("/bin/bash", ["-c", script])
-        print(r.stdout.split(separator: "\n").last ?? "")
+        print(r.stdout.split(separator: "\n").first { $0.hasPrefix("kill trials") } ?? "no summary")
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.contains("kill trials: 100,"), r.stdout)
         XCTAssertTrue(r.stdout.contains("lost: 0, failed verifications: 0"), r.stdout)
