@@ -110,9 +110,25 @@ final class CommandTests: XCTestCase {
         // The note's content is the first passphrase file, printed by `get -`: that is user data, not a leak.
     }
 
+    func testPatternCredentialAndInfo() throws {
+        let w = try CLIWorld()
+        let pattern = w.file("pattern", "a1-b2-c3-d4-c4\n")
+        let vault = w.root + "/pv"
+        try w.run(["init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
+                   "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/pphrase"])
+        try w.run(["put", vault, pattern, "/drawn.txt", "--passphrase-file", pattern])
+        try w.run(["ls", vault, "--passphrase-file", w.file("other", "a1-b2-c3-d4\n")], expect: 12)
+        try w.run(["ls", vault, "--passphrase-file", w.file("bad", "a1-a1-b2-c3\n")], expect: 64)
+        let info = try w.run(["info", vault])
+        XCTAssertTrue(info.stdout.contains("pattern (4×4)"))
+        XCTAssertFalse(info.stdout.contains("drawn.txt"), "names only when unlocked")
+        let unlocked = try w.run(["info", vault, "--unlock", "--passphrase-file", pattern])
+        XCTAssertTrue(unlocked.stdout.contains("drawn.txt"))
+    }
+
     func testHelpForEveryCommand() throws {
         let w = try CLIWorld()
-        for c in ["init", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get", "rm", "mkdir", "kdf-bench"] {
+        for c in ["init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get", "rm", "mkdir", "kdf-bench"] {
             let a = try w.run([c, "--help"])
             let b = try w.run(["help", c])
             XCTAssertEqual(a.stdout, b.stdout)

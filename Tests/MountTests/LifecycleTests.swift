@@ -17,9 +17,17 @@ final class LifecycleTests: MountTestCase {
         let twice = try mv.vaultaire(["mount", mv.vault, mv.root + "/mnt2", "--passphrase-file", mv.passphraseFile], expect: 19)
         XCTAssertTrue(twice.stderr.contains("already open"))
         let status = try mv.vaultaire(["status"])
+        XCTAssertTrue(status.stdout.contains(mv.vault))
         XCTAssertTrue(status.stdout.contains("\(mv.vault) on \(mv.mountpoint)"))
         try mv.unmount()
         XCTAssertTrue(try mv.vaultaire(["status"]).stdout.contains("No vault is mounted"))
+        // An unknown format version is refused before anything is asked or mounted.
+        var header = try Data(contentsOf: URL(fileURLWithPath: mv.vault + "/vault.header"))
+        header[4] = 2
+        try header.write(to: URL(fileURLWithPath: mv.vault + "/vault.header"))
+        let unknown = try mv.vaultaire(["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 14)
+        XCTAssertTrue(unknown.stderr.contains("unsupported vault format version 2"))
+        XCTAssertFalse(mv.isMounted)
     }
 
     func testSignalsAndIdleTimeoutUnmountAndLock() throws {
