@@ -124,6 +124,9 @@ public final class UnlockedVault {
 
     public var fileCount: Int { meta.withLock { state.inodes.count } }
 
+    /// Whether `key` is this vault's master key (constant-time).
+    public func holdsMasterKey(_ key: SecureBytes) -> Bool { keys.master.constantTimeEquals(key) }
+
     // MARK: Journal
 
     func requireWritable() throws {

@@ -46,23 +46,26 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
     return (credential, p)
 }
 
-/// The master key: remembered in the keychain when it is there, else from the credential.
-func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> SecureBytes {
+/// The master key: remembered in the keychain when it is there, else from the credential (which is
+/// returned too, for callers that check more envelopes with it).
+func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> (master: SecureBytes, credential: Credential?) {
     let header = try VaultAccess.readHeader(at: path)
     if args.value("passphrase-file") == nil {
-        do { return try keychain.getMasterKey(for: header.vaultID) } catch KeychainError.notFound {
+        do { return (try keychain.getMasterKey(for: header.vaultID), nil) } catch KeychainError.notFound {
             // Not remembered: ask for the credential.
         }
     }
     let credential = try currentCredential(args, header: header)
-    return try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain)
+    return (try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain), credential)
 }
 
-/// Unlocks and opens a vault, printing any recovery notices on stderr.
-func openVault(_ args: ParsedArguments, readOnly: Bool) throws -> UnlockedVault {
+/// Unlocks and opens a vault, printing any recovery notices on stderr. `credentialUsed` sees the
+/// credential when one was typed or read (not for a remembered key).
+func openVault(_ args: ParsedArguments, readOnly: Bool, credentialUsed: ((Credential) -> Void)? = nil) throws -> UnlockedVault {
     let path = args.positionals[0]
     let keychain = try selectKeychain(args)
-    let master = try obtainMasterKey(args, vault: path, keychain: keychain)
+    let (master, credential) = try obtainMasterKey(args, vault: path, keychain: keychain)
+    if let credential { credentialUsed?(credential) }
     let vault = try VaultAccess.open(at: path, master: master, keychain: keychain, readOnly: readOnly)
     for notice in vault.notices { printError("Notice: \(notice)") }
     return vault

@@ -110,6 +110,19 @@ final class CommandTests: XCTestCase {
         // The note's content is the first passphrase file, printed by `get -`: that is user data, not a leak.
     }
 
+    func testVerifyChecksTheBackupEnvelopeWhenGivenTheCredential() throws {
+        let w = try CLIWorld()
+        let (vault, pw, _) = try makeVault(w)
+        let ok = try w.run(["verify", vault, "--passphrase-file", pw])
+        XCTAssertTrue(ok.stdout.contains("and the backup envelope: all intact"), ok.stdout)
+        var header = try Data(contentsOf: URL(fileURLWithPath: vault + "/vault.header"))
+        header[230] ^= 0x01  // inside the sealed backup envelope
+        try header.write(to: URL(fileURLWithPath: vault + "/vault.header"))
+        let bad = try w.run(["verify", vault, "--passphrase-file", pw], expect: 13)
+        XCTAssertTrue(bad.stdout.contains("DAMAGED vault.header: backup envelope"), bad.stdout)
+        try w.run(["ls", vault, "--passphrase-file", pw])  // the credential envelope still opens
+    }
+
     func testPatternCredentialAndInfo() throws {
         let w = try CLIWorld()
         let pattern = w.file("pattern", "a1-b2-c3-d4-c4\n")

@@ -2,6 +2,7 @@ import Glibc
 import VaultCrypto
 import VaultFS
 import VaultFormat
+import VaultKeychain
 import VaultSystem
 
 enum InfoCommand {
@@ -48,8 +49,16 @@ enum VerifyCommand {
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
-        let vault = try openVault(args, readOnly: true)
+        var credential: Credential?
+        let vault = try openVault(args, readOnly: true) { credential = $0 }
         defer { try? vault.close() }
+        // With the credential at hand, the backup envelope can be checked too (the recovery envelope
+        // needs the phrase, so `vaultaire recover` is where it is checked).
+        var envelopeDamage: String?
+        if let credential {
+            let backup = try? vault.header.unlockWithBackupKey(credential: credential)
+            if backup.map({ !vault.holdsMasterKey($0) }) ?? true { envelopeDamage = "backup envelope in vault.header fails authentication" }
+        }
         let showProgress = standardErrorIsTerminal
         let report = vault.verify { done, total in
             guard showProgress, done == total || done % 16 == 0 else { return }
@@ -62,8 +71,10 @@ enum VerifyCommand {
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
         }
-        print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks: \(report.isIntact ? "all intact" : "\(report.damaged.count) damaged").")
-        if !report.isIntact { throw CLIError.message("\(report.damaged.count) file(s) damaged", .damaged) }
+        if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
+        let damaged = report.damaged.count + (envelopeDamage == nil ? 0 : 1)
+        print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged").")
+        if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
     }
 }
 

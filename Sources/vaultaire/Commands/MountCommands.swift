@@ -36,7 +36,7 @@ enum MountCommand {
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
         _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
-        let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain)
+        let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
         let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
         for notice in vault.notices { printError("Notice: \(notice)") }
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
