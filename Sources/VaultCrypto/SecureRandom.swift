@@ -16,15 +16,4 @@ public enum SecureRandom {
         try out.withUnsafeMutableBytes { try fill($0) }
         return out
     }
-
-    /// A uniformly random integer in `0..<bound`.
-    public static func uniform(_ bound: UInt32) throws -> UInt32 {
-        precondition(bound > 0)
-        let limit = UInt32.max - UInt32.max % bound
-        while true {
-            var v: UInt32 = 0
-            try withUnsafeMutableBytes(of: &v) { try fill($0) }
-            if v < limit { return v % bound }
-        }
-    }
 }

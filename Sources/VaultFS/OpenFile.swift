@@ -242,12 +242,6 @@ final class OpenFile {
         modifiedSinceCommit = true
     }
 
-    /// Writes back and makes the blob durable.
-    func sync() throws {
-        try writeBack()
-        try blob.sync()
-    }
-
     /// Drops the plaintext cache (wiped) — on release and on lock.
     func dropCache() {
         cache.wipe()
