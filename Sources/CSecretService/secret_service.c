@@ -56,6 +56,15 @@ static int try_unlock(SecretService *service, GList *objects, int may_prompt) {
     return n > 0;
 }
 
+/// True when `object` (an item or collection) is usable: unlocked already, or unlocked by a prompt.
+static int ensure_unlocked(SecretService *service, gpointer object, int locked, int may_prompt) {
+    if (!locked) return 1;
+    GList *one = g_list_append(NULL, object);
+    int unlocked = try_unlock(service, one, may_prompt);
+    g_list_free(one);
+    return unlocked;
+}
+
 static GList *find(SecretService *service, const char *account, GError **error) {
     GHashTable *a = attributes_for(account, NULL, NULL);
     GList *items = secret_service_search_sync(service, &schema, a, SECRET_SEARCH_ALL, NULL, error);
@@ -75,14 +84,9 @@ int vaultaire_secret_store(const char *account, const char *kind, const char *va
         g_object_unref(service);
         return fail(VAULTAIRE_SECRET_FAILED, error, "the keyring has no default collection", message);
     }
-    if (secret_collection_get_locked(collection)) {
-        GList *objects = g_list_append(NULL, collection);
-        int unlocked = try_unlock(service, objects, may_prompt);
-        g_list_free(objects);
-        if (!unlocked) {
-            g_object_unref(collection); g_object_unref(service);
-            return fail(VAULTAIRE_SECRET_LOCKED, NULL, "the default keyring is locked", message);
-        }
+    if (!ensure_unlocked(service, collection, secret_collection_get_locked(collection), may_prompt)) {
+        g_object_unref(collection); g_object_unref(service);
+        return fail(VAULTAIRE_SECRET_LOCKED, NULL, "the default keyring is locked", message);
     }
     SecretValue *value = secret_value_new((const gchar *)data, (gssize)len, "application/octet-stream");
     GHashTable *a = attributes_for(account, kind, vault);
@@ -96,17 +100,30 @@ int vaultaire_secret_store(const char *account, const char *kind, const char *va
     return VAULTAIRE_SECRET_OK;
 }
 
+/// Connects and finds the items stored under `account`; on failure returns the status to give back.
+static int connect_and_find(const char *account, SecretService **service, GList **items, char **message) {
+    int status = VAULTAIRE_SECRET_OK;
+    *service = connect(message, &status);
+    if (!*service) return status;
+    GError *error = NULL;
+    *items = find(*service, account, &error);
+    if (error) {
+        g_object_unref(*service);
+        return fail(VAULTAIRE_SECRET_FAILED, error, "search failed", message);
+    }
+    return VAULTAIRE_SECRET_OK;
+}
+
 int vaultaire_secret_lookup(const char *account, unsigned char *out, size_t cap, size_t *len,
                             int may_prompt, char **message) {
-    int status = VAULTAIRE_SECRET_OK;
-    SecretService *service = connect(message, &status);
-    if (!service) return status;
-    GError *error = NULL;
-    GList *items = find(service, account, &error);
-    if (error) { g_object_unref(service); return fail(VAULTAIRE_SECRET_FAILED, error, "search failed", message); }
+    SecretService *service = NULL;
+    GList *items = NULL;
+    int status = connect_and_find(account, &service, &items, message);
+    if (status != VAULTAIRE_SECRET_OK) return status;
     if (!items) { g_object_unref(service); return VAULTAIRE_SECRET_NOT_FOUND; }
+    GError *error = NULL;
     SecretItem *item = items->data;
-    if (secret_item_get_locked(item) && !try_unlock(service, items, may_prompt)) {
+    if (!ensure_unlocked(service, item, secret_item_get_locked(item), may_prompt)) {
         g_list_free_full(items, g_object_unref); g_object_unref(service);
         return fail(VAULTAIRE_SECRET_LOCKED, NULL, "the keyring holding the item is locked", message);
     }
@@ -129,20 +146,16 @@ int vaultaire_secret_lookup(const char *account, unsigned char *out, size_t cap,
 }
 
 int vaultaire_secret_clear(const char *account, int may_prompt, char **message) {
-    int status = VAULTAIRE_SECRET_OK;
-    SecretService *service = connect(message, &status);
-    if (!service) return status;
+    SecretService *service = NULL;
+    GList *items = NULL;
+    int result = connect_and_find(account, &service, &items, message);
+    if (result != VAULTAIRE_SECRET_OK) return result;
     GError *error = NULL;
-    GList *items = find(service, account, &error);
-    if (error) { g_object_unref(service); return fail(VAULTAIRE_SECRET_FAILED, error, "search failed", message); }
-    int result = VAULTAIRE_SECRET_OK;
     for (GList *l = items; l; l = l->next) {
         SecretItem *item = l->data;
-        if (secret_item_get_locked(item)) {
-            GList *one = g_list_append(NULL, item);
-            int unlocked = try_unlock(service, one, may_prompt);
-            g_list_free(one);
-            if (!unlocked) { result = fail(VAULTAIRE_SECRET_LOCKED, NULL, "the keyring holding the item is locked", message); break; }
+        if (!ensure_unlocked(service, item, secret_item_get_locked(item), may_prompt)) {
+            result = fail(VAULTAIRE_SECRET_LOCKED, NULL, "the keyring holding the item is locked", message);
+            break;
         }
         if (!secret_item_delete_sync(item, NULL, &error)) {
             result = fail(VAULTAIRE_SECRET_FAILED, error, "cannot delete the item", message);
