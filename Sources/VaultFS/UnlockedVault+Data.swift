@@ -8,8 +8,6 @@ public final class FileHandle {
     public let writable: Bool
     public let append: Bool
     let file: OpenFile
-    /// For the mount: the path a hard-linked file was opened by, so its other names' caches can be dropped.
-    public var openedPath: String?
 
     init(id: UInt64, writable: Bool, append: Bool, file: OpenFile) {
         self.id = id

@@ -82,7 +82,7 @@ extension UnlockedVault {
             }
             guard node.needsCheck, node.kind == .file else { continue }
             do {
-                try reconcile(node)
+                try reconcile(&node)
             } catch {
                 notices.append("file \(id) could not be repaired after the interrupted session: \(error)")
                 continue
@@ -100,17 +100,34 @@ extension UnlockedVault {
         }
     }
 
-    private func reconcile(_ node: Inode) throws {
+    /// Brings a file that was open for writing at the crash back to a consistent state. Within that
+    /// session the blob and the record may disagree either way: chunks written after the record was last
+    /// journaled, or a record (size from a metadata change) ahead of chunks still in the daemon's cache,
+    /// and whole chunks written out of order leave holes until the chunks before them arrive. What
+    /// survives is the longest run of authenticated chunks from the start, cut to the record's size;
+    /// unsynced data beyond it is lost, never returned as something else.
+    private func reconcile(_ node: inout Inode) throws {
         let (blob, info) = try openBlob(node, writable: true)
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
-        let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
+        let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
         let onDisk = try blob.chunksOnDisk()
-        if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: min(onDisk, count)) }
-        guard count > 0 else { return }
         let plain = SecureBytes(count: blob.chunkSize)
         var slot = [UInt8](repeating: 0, count: blob.slotSize)
         try plain.withUnsafeMutableBytes { p in
             try slot.withUnsafeMutableBytes { s in
+                func authenticates(_ index: Int) -> Bool {
+                    (try? blob.readChunk(index, final: false, into: p, scratch: s)) != nil
+                        || (try? blob.readChunk(index, final: true, into: p, scratch: s)) != nil
+                }
+                var intact = 0
+                while intact < min(recorded, onDisk) && authenticates(intact) { intact += 1 }
+                if intact < recorded {
+                    notices.append("file \(node.id) lost data written after its last fsync (cut to \(intact) chunk(s))")
+                    node.size = UInt64(intact * blob.chunkSize)
+                }
+                let count = min(recorded, intact)
+                if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: count) }
+                guard count > 0 else { return }
                 do {
                     try blob.readChunk(count - 1, final: true, into: p, scratch: s)
                 } catch FormatError.damaged {

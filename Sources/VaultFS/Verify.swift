@@ -15,11 +15,6 @@ public struct VerifyReport {
 }
 
 extension UnlockedVault {
-    /// Every path naming inode `id` (walks the tree: meant for the rare hard-linked file).
-    public func paths(of id: UInt64) -> [String] {
-        meta.withLock { pathsByInode()[id] ?? [] }
-    }
-
     /// Every path that names each inode (hard links give several).
     func pathsByInode() -> [UInt64: [String]] {
         var paths: [UInt64: [String]] = [:]

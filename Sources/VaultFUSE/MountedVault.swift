@@ -14,32 +14,29 @@ public final class MountedVault {
     /// Blocks of this size are what `stat` reports (cp and friends size their buffers by it).
     let preferredBlockSize = 128 * 1024
 
-    /// Set once the FUSE handle exists; used to invalidate cached attributes.
-    var fuse: OpaquePointer?
-    var invalidatePath: ((OpaquePointer, String) -> Void)?
+    /// How long the kernel may trust attributes, names and "no such name" answers. Only requests
+    /// through this mount change the vault (the vault lock keeps other writers out), and the kernel
+    /// updates or drops what each of those requests touches, so the answers stay valid.
+    static let cacheSeconds: Double = 3600
 
-    /// libfuse's high-level API gives each *name* its own kernel inode, so when a hard-linked file's
-    /// link count changes through one name, the other names' cached attributes must be dropped.
-    /// The name the current request came through is left alone: the kernel updates its own inode, and
-    /// invalidating it from inside its own request could wait on locks that request holds.
-    func invalidateOtherNames(of id: UInt64, except current: [String]) {
-        guard let fuse, let invalidatePath else { return }
-        for path in vault.paths(of: id) where !current.contains(path) { invalidatePath(fuse, path) }
-    }
+    /// Whether to ask the kernel for its write-back cache, and whether it agreed (set in init).
+    let writebackCacheWanted: Bool
+    var writebackCache = false
 
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
+        self.writebackCacheWanted = !readOnly
     }
 
     @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
     var idleSeconds: Int64 { (monotonicNow() - lastActivity.load()) / 1_000_000_000 }
 
-    /// `-errno` for a failed operation; data that fails authentication is logged (without secrets).
-    func fail(_ error: Error, _ operation: String) -> Int32 {
+    /// The errno a failed operation replies with; data that fails authentication is logged (without secrets).
+    func errno(for error: Error, _ operation: String) -> Int32 {
         let e = FSError.errno(for: error)
         if e == EIO { log("\(operation): \(error)") }
-        return -e
+        return e
     }
 
     func log(_ message: String) {

@@ -54,14 +54,12 @@ public enum Mounter {
         var ops = makeOperations()
         let context = Unmanaged.passRetained(mounted)
         defer { context.release() }
-        guard let fuse = CFuse_new(&args, &ops, context.toOpaque()) else {
+        guard let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque()) else {
             try? vault.close()
             throw Failure.setup("libfuse rejected the mount options")
         }
-        mounted.fuse = fuse
-        mounted.invalidatePath = { f, path in _ = fuse_invalidate_path(f, path) }
-        guard fuse_mount(fuse, mountpoint) == 0 else {
-            fuse_destroy(fuse)
+        guard fuse_session_mount(session, mountpoint) == 0 else {
+            fuse_session_destroy(session)
             try? vault.close()
             throw Failure.setup("could not mount on \(mountpoint) (is /dev/fuse available, and fusermount3 installed?)")
         }
@@ -71,32 +69,31 @@ public enum Mounter {
         if !options.foreground {
             // The parent returns to the shell from inside fuse_daemonize once the child is running.
             guard fuse_daemonize(0) == 0 else {
-                fuse_unmount(fuse); fuse_destroy(fuse); try? vault.close()
+                fuse_session_unmount(session); fuse_session_destroy(session); try? vault.close()
                 throw Failure.setup("could not detach from the terminal")
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
         }
-        let session = fuse_get_session(fuse)
         _ = fuse_set_signal_handlers(session)
-        if let idle = options.idleSeconds { startIdleWatch(mounted, fuse: fuse, mountpoint: mountpoint, limit: idle) }
-        _ = CFuse_loop_mt(fuse, 10)
+        if let idle = options.idleSeconds { startIdleWatch(mounted, session: session, mountpoint: mountpoint, limit: idle) }
+        _ = CFuse_session_loop_mt(session, 10)
         fuse_remove_signal_handlers(session)
-        fuse_unmount(fuse)
-        fuse_destroy(fuse)  // runs the destroy operation: persist, then wipe
+        fuse_session_unmount(session)
+        fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         if let e = mounted.closeError { throw e }
     }
 
     /// A thread that unmounts after `limit` seconds without requests.
-    private static func startIdleWatch(_ mounted: MountedVault, fuse: OpaquePointer, mountpoint: String, limit: Int) {
+    private static func startIdleWatch(_ mounted: MountedVault, session: OpaquePointer, mountpoint: String, limit: Int) {
         final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
         let job = Job {
             while true {
                 sleep(1)
                 if mounted.idleSeconds >= Int64(limit) {
                     mounted.log("idle for \(limit) s: unmounting \(mountpoint)")
-                    fuse_exit(fuse)
+                    fuse_session_exit(session)
                     _ = Subprocess.run(["fusermount3", "-u", "-z", mountpoint])
                     return
                 }

@@ -4,52 +4,39 @@ import VaultFS
 import VaultFormat
 import VaultSystem
 
-// One small function per FUSE operation, all filled into a single table by `makeOperations()`.
-// Each reaches the vault through the context's private data, turns errors into -errno, and never
-// lets a Swift error cross into C.
+// libfuse's low-level API: the kernel names files by inode number, and the index's inode numbers are
+// used as they are (the root is 1 in both). So there is no path walk per request, and a hard-linked
+// file is one kernel inode with one page cache, whatever name it is opened by.
+//
+// One small function per operation, all filled into a single table by `makeOperations()`. Each
+// reaches the vault through the request's user data, replies exactly once, and never lets a Swift
+// error cross into C.
 
 @inline(__always)
-private func mounted() -> MountedVault {
-    let mv = Unmanaged<MountedVault>.fromOpaque(CFuse_private_data()!).takeUnretainedValue()
+private func serve(_ req: fuse_req_t?, _ operation: String, _ body: (MountedVault) throws -> Void) {
+    let mv = Unmanaged<MountedVault>.fromOpaque(fuse_req_userdata(req)!).takeUnretainedValue()
     mv.touch()
-    return mv
+    do { try body(mv) } catch { fuse_reply_err(req, mv.errno(for: error, operation)) }
 }
 
+/// Replies "done" to an operation that returns nothing.
 @inline(__always)
-private func run(_ operation: String, _ body: (MountedVault) throws -> Int32) -> Int32 {
-    let mv = mounted()
-    do { return try body(mv) } catch { return mv.fail(error, operation) }
-}
+private func ok(_ req: fuse_req_t?) { fuse_reply_err(req, 0) }
 
-private func pathString(_ path: UnsafePointer<CChar>?) throws -> String {
-    guard let path else { throw FSError(ENOENT) }
-    guard let s = String(validatingCString: path) else { throw FSError(EILSEQ, "file names must be UTF-8") }
+private func nameString(_ name: UnsafePointer<CChar>?) throws -> String {
+    guard let name else { throw FSError(EINVAL) }
+    guard let s = String(validatingCString: name) else { throw FSError(EILSEQ, "file names must be UTF-8") }
     return s
 }
 
-private func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle? {
-    guard let fi, fi.pointee.fh != 0 else { return nil }
+private func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) throws -> FileHandle {
+    guard let fi, fi.pointee.fh != 0 else { throw FSError(EBADF) }
     return Unmanaged<FileHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeUnretainedValue()
 }
 
-private func store(_ h: FileHandle, in fi: UnsafeMutablePointer<fuse_file_info>?) {
-    fi?.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(h).toOpaque()))
-}
-
-private func caller() -> Caller { Caller(uid: CFuse_caller_uid(), gid: CFuse_caller_gid()) }
-
-private func split(_ path: String) throws -> (parentPath: String, name: String) {
-    guard let slash = path.lastIndex(of: "/") else { throw FSError(EINVAL) }
-    let name = String(path[path.index(after: slash)...])
-    let parent = String(path[..<slash])
-    return (parent.isEmpty ? "/" : parent, name)
-}
-
-private func parentAndName(_ mv: MountedVault, _ path: UnsafePointer<CChar>?) throws -> (UInt64, String) {
-    let (parentPath, name) = try split(try pathString(path))
-    let parent = try mv.vault.resolve(parentPath)
-    guard parent.kind == .directory else { throw FSError(ENOTDIR) }
-    return (parent.id, name)
+private func caller(_ req: fuse_req_t?) -> Caller {
+    let ctx = fuse_req_ctx(req)!.pointee
+    return Caller(uid: ctx.uid, gid: ctx.gid)
 }
 
 private func timespecFrom(_ ns: Int64) -> timespec {
@@ -57,6 +44,8 @@ private func timespecFrom(_ ns: Int64) -> timespec {
     if nsec < 0 { sec -= 1; nsec += 1_000_000_000 }
     return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
 }
+
+private func nanoseconds(_ t: timespec) -> Int64 { Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec) }
 
 private func typeBits(_ kind: Inode.Kind) -> mode_t {
     switch kind {
@@ -70,88 +59,191 @@ private func typeBits(_ kind: Inode.Kind) -> mode_t {
     }
 }
 
-private func fill(_ st: UnsafeMutablePointer<stat>, _ n: Inode, _ mv: MountedVault) {
-    memset(st, 0, MemoryLayout<stat>.size)
-    st.pointee.st_ino = UInt(n.id)
-    st.pointee.st_mode = typeBits(n.kind) | mode_t(n.permissions)
-    st.pointee.st_nlink = UInt(n.linkCount)
-    st.pointee.st_uid = n.uid
-    st.pointee.st_gid = n.gid
-    st.pointee.st_rdev = UInt(n.deviceNumber)
-    st.pointee.st_size = n.kind == .directory ? 4096 : Int(n.size)
-    st.pointee.st_blksize = mv.preferredBlockSize
-    st.pointee.st_blocks = (Int(n.size) + 511) / 512
-    st.pointee.st_atim = timespecFrom(n.accessTime)
-    st.pointee.st_mtim = timespecFrom(n.modificationTime)
-    st.pointee.st_ctim = timespecFrom(n.changeTime)
+private func attributes(of n: Inode, _ mv: MountedVault) -> stat {
+    var st = stat()
+    st.st_ino = UInt(n.id)
+    st.st_mode = typeBits(n.kind) | mode_t(n.permissions)
+    st.st_nlink = UInt(n.linkCount)
+    st.st_uid = n.uid
+    st.st_gid = n.gid
+    st.st_rdev = UInt(n.deviceNumber)
+    st.st_size = n.kind == .directory ? 4096 : Int(n.size)
+    st.st_blksize = mv.preferredBlockSize
+    st.st_blocks = (Int(n.size) + 511) / 512
+    st.st_atim = timespecFrom(n.accessTime)
+    st.st_mtim = timespecFrom(n.modificationTime)
+    st.st_ctim = timespecFrom(n.changeTime)
+    return st
+}
+
+private func entry(for n: Inode, _ mv: MountedVault) -> fuse_entry_param {
+    var e = fuse_entry_param()
+    e.ino = n.id
+    e.generation = 0  // inode numbers are never reused within a vault
+    e.attr = attributes(of: n, mv)
+    e.attr_timeout = MountedVault.cacheSeconds
+    e.entry_timeout = MountedVault.cacheSeconds
+    return e
+}
+
+private func replyEntry(_ req: fuse_req_t?, _ n: Inode, _ mv: MountedVault) {
+    var e = entry(for: n, mv)
+    fuse_reply_entry(req, &e)
 }
 
 // MARK: Attributes and lookups
 
-private let opGetattr: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<stat>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, st, fi in
-    run("getattr") { mv in
-        let node = try handle(fi).map { try mv.vault.attributes($0.id) } ?? (try mv.vault.resolve(try pathString(path)))
-        fill(st!, node, mv)
-        return 0
-    }
-}
-
-// opendir keeps the directory's inode number in fh: with nullpath_ok, readdir may get no path.
-private let opOpendir: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, fi in
-    run("opendir") { mv in
-        let dir = try mv.vault.resolve(try pathString(path))
-        guard dir.kind == .directory else { throw FSError(ENOTDIR) }
-        fi!.pointee.fh = dir.id
-        return 0
-    }
-}
-
-private let opReaddir: @convention(c) (UnsafePointer<CChar>?, UnsafeMutableRawPointer?, fuse_fill_dir_t?, off_t, UnsafeMutablePointer<fuse_file_info>?, fuse_readdir_flags) -> Int32 = { path, buf, filler, _, fi, _ in
-    run("readdir") { mv in
-        let dir: Inode
-        if let fi, fi.pointee.fh != 0 { dir = try mv.vault.attributes(fi.pointee.fh) } else { dir = try mv.vault.resolve(try pathString(path)) }
-        guard dir.kind == .directory else { throw FSError(ENOTDIR) }
-        var st = stat()
-        st.st_mode = S_IFDIR
-        _ = filler!(buf, ".", &st, 0, fuse_fill_dir_flags(rawValue: 0))
-        _ = filler!(buf, "..", &st, 0, fuse_fill_dir_flags(rawValue: 0))
-        for (name, node) in try mv.vault.list(dir.id) {
-            st.st_ino = UInt(node.id)
-            st.st_mode = typeBits(node.kind)
-            if filler!(buf, name, &st, 0, fuse_fill_dir_flags(rawValue: 0)) != 0 { break }
+private let opLookup: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, parent, name in
+    serve(req, "lookup") { mv in
+        do {
+            replyEntry(req, try mv.vault.lookup(parent, try nameString(name)), mv)
+        } catch let e as FSError where e.errno == ENOENT {
+            // A negative entry: the kernel remembers "no such name" (only this mount changes the vault).
+            var negative = fuse_entry_param()
+            negative.entry_timeout = MountedVault.cacheSeconds
+            fuse_reply_entry(req, &negative)
         }
-        return 0
     }
 }
 
-private let opAccess: @convention(c) (UnsafePointer<CChar>?, Int32) -> Int32 = { path, _ in
-    // The kernel checks permissions (default_permissions); this only confirms the node exists.
-    run("access") { mv in _ = try mv.vault.resolve(try pathString(path)); return 0 }
+// The engine keeps every inode of the index in memory, so the kernel's lookup counts need no tracking.
+private let opForget: @convention(c) (fuse_req_t?, fuse_ino_t, UInt64) -> Void = { req, _, _ in fuse_reply_none(req) }
+private let opForgetMulti: @convention(c) (fuse_req_t?, Int, UnsafeMutablePointer<fuse_forget_data>?) -> Void = { req, _, _ in
+    fuse_reply_none(req)
 }
 
-private let opStatfs: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<statvfs>?) -> Int32 = { _, out in
-    run("statfs") { mv in
+private let opGetattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, _ in
+    serve(req, "getattr") { mv in
+        var st = attributes(of: try mv.vault.attributes(ino), mv)
+        fuse_reply_attr(req, &st, MountedVault.cacheSeconds)
+    }
+}
+
+/// chmod, chown, truncate and utimens arrive as one request.
+private let opSetattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<stat>?, Int32, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, attr, toSet, _ in
+    serve(req, "setattr") { mv in
+        let a = attr!.pointee
+        func has(_ flag: Int32) -> Bool { toSet & flag != 0 }
+        if has(FUSE_SET_ATTR_SIZE) {
+            let node = try mv.vault.attributes(ino)
+            guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
+            try mv.vault.setSize(ino, to: Int(a.st_size))
+        }
+        let now = nowNanoseconds()
+        var change = UnlockedVault.AttributeChange()
+        if has(FUSE_SET_ATTR_MODE) { change.permissions = UInt32(a.st_mode & 0o7777) }
+        if has(FUSE_SET_ATTR_UID) { change.uid = a.st_uid }
+        if has(FUSE_SET_ATTR_GID) { change.gid = a.st_gid }
+        if has(FUSE_SET_ATTR_ATIME) { change.accessTime = has(FUSE_SET_ATTR_ATIME_NOW) ? now : nanoseconds(a.st_atim) }
+        if has(FUSE_SET_ATTR_MTIME) { change.modificationTime = has(FUSE_SET_ATTR_MTIME_NOW) ? now : nanoseconds(a.st_mtim) }
+        let changesMetadata = toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) != 0
+        let node = changesMetadata ? try mv.vault.setAttributes(ino, change) : try mv.vault.attributes(ino)
+        var st = attributes(of: node, mv)
+        fuse_reply_attr(req, &st, MountedVault.cacheSeconds)
+    }
+}
+
+private let opStatfs: @convention(c) (fuse_req_t?, fuse_ino_t) -> Void = { req, _ in
+    serve(req, "statfs") { mv in
         var s = try mv.vault.backingStatistics()
         s.f_namemax = UInt(UnlockedVault.maximumNameLength)
         s.f_files = UInt(mv.vault.fileCount)
-        out!.pointee = s
-        return 0
+        fuse_reply_statfs(req, &s)
+    }
+}
+
+// MARK: Directories
+
+/// An open directory: its entries as of the last read from the start (rewinddir sees changes).
+private final class DirectoryHandle {
+    let id: UInt64
+    var entries: [(name: String, id: UInt64)] = []
+    init(id: UInt64) { self.id = id }
+}
+
+private func directoryHandle(_ fi: UnsafeMutablePointer<fuse_file_info>?) throws -> DirectoryHandle {
+    guard let fi, fi.pointee.fh != 0 else { throw FSError(EBADF) }
+    return Unmanaged<DirectoryHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeUnretainedValue()
+}
+
+private let opOpendir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, fi in
+    serve(req, "opendir") { mv in
+        guard try mv.vault.attributes(ino).kind == .directory else { throw FSError(ENOTDIR) }
+        let dir = Unmanaged.passRetained(DirectoryHandle(id: ino))
+        fi!.pointee.fh = UInt64(UInt(bitPattern: dir.toOpaque()))
+        if fuse_reply_open(req, fi) != 0 { dir.release() }
+    }
+}
+
+/// Fills one reply buffer of at most `size` bytes with entries from position `offset` on; positions
+/// 0 and 1 are "." and "..", the others the directory's names. With `plus`, each entry carries its
+/// attributes, so `ls -l` and `find` need no lookup per name.
+private func readDirectory(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?,
+                           plus: Bool, _ mv: MountedVault) throws {
+    let dir = try directoryHandle(fi)
+    if offset == 0 { dir.entries = try mv.vault.list(dir.id).map { ($0.name, $0.inode.id) } }
+    let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+    defer { buffer.deallocate() }
+    var used = 0
+    var position = Int(offset)
+    while position < dir.entries.count + 2 {
+        let name: String, id: UInt64
+        var e = fuse_entry_param()
+        if position < 2 {
+            name = position == 0 ? "." : ".."
+            id = dir.id
+            e.attr.st_ino = UInt(id)
+            e.attr.st_mode = S_IFDIR  // ino 0: the kernel links no inode for "." and ".."
+        } else {
+            (name, id) = dir.entries[position - 2]
+            guard let node = try? mv.vault.attributes(id) else { position += 1; continue }  // removed since
+            if plus { e = entry(for: node, mv) } else { e.attr.st_ino = UInt(id); e.attr.st_mode = typeBits(node.kind) }
+        }
+        let added = name.withCString { cName in
+            plus ? fuse_add_direntry_plus(req, buffer + used, size - used, cName, &e, off_t(position + 1))
+                 : fuse_add_direntry(req, buffer + used, size - used, cName, &e.attr, off_t(position + 1))
+        }
+        if added > size - used { break }
+        used += added
+        position += 1
+    }
+    fuse_reply_buf(req, buffer, used)
+}
+
+private let opReaddir: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, size, offset, fi in
+    serve(req, "readdir") { mv in try readDirectory(req, size, offset, fi, plus: false, mv) }
+}
+
+private let opReaddirplus: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, size, offset, fi in
+    serve(req, "readdirplus") { mv in try readDirectory(req, size, offset, fi, plus: true, mv) }
+}
+
+private let opReleasedir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, fi in
+    if let fi, fi.pointee.fh != 0 {
+        Unmanaged<DirectoryHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).release()
+        fi.pointee.fh = 0
+    }
+    ok(req)
+}
+
+private let opFsyncdir: @convention(c) (fuse_req_t?, fuse_ino_t, Int32, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, _, _ in
+    serve(req, "fsyncdir") { mv in
+        if !mv.readOnly { try mv.vault.commit(durable: true) }
+        ok(req)
     }
 }
 
 // MARK: Namespace
 
-private let opMkdir: @convention(c) (UnsafePointer<CChar>?, mode_t) -> Int32 = { path, mode in
-    run("mkdir") { mv in
-        let (parent, name) = try parentAndName(mv, path)
-        try mv.vault.makeNode(in: parent, name: name, kind: .directory, permissions: UInt32(mode & 0o7777), caller: caller())
-        return 0
+private let opMkdir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, mode_t) -> Void = { req, parent, name, mode in
+    serve(req, "mkdir") { mv in
+        replyEntry(req, try mv.vault.makeNode(in: parent, name: try nameString(name), kind: .directory,
+                                              permissions: UInt32(mode & 0o7777), caller: caller(req)), mv)
     }
 }
 
-private let opMknod: @convention(c) (UnsafePointer<CChar>?, mode_t, dev_t) -> Int32 = { path, mode, dev in
-    run("mknod") { mv in
-        let (parent, name) = try parentAndName(mv, path)
+private let opMknod: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, mode_t, dev_t) -> Void = { req, parent, name, mode, dev in
+    serve(req, "mknod") { mv in
         let kind: Inode.Kind
         switch mode & S_IFMT {
         case S_IFREG, 0: kind = .file
@@ -161,50 +253,43 @@ private let opMknod: @convention(c) (UnsafePointer<CChar>?, mode_t, dev_t) -> In
         case S_IFBLK: kind = .blockDevice
         default: throw FSError(EINVAL)
         }
-        try mv.vault.makeNode(in: parent, name: name, kind: kind, permissions: UInt32(mode & 0o7777), caller: caller(), device: UInt64(dev))
-        return 0
+        replyEntry(req, try mv.vault.makeNode(in: parent, name: try nameString(name), kind: kind, permissions: UInt32(mode & 0o7777),
+                                              caller: caller(req), device: UInt64(dev)), mv)
     }
 }
 
-private let opSymlink: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32 = { target, path in
-    run("symlink") { mv in
-        let (parent, name) = try parentAndName(mv, path)
-        let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(target!).assumingMemoryBound(to: UInt8.self), count: strlen(target!)))
-        try mv.vault.makeNode(in: parent, name: name, kind: .symlink, permissions: 0o777, caller: caller(), symlinkTarget: bytes)
-        return 0
+private let opSymlink: @convention(c) (fuse_req_t?, UnsafePointer<CChar>?, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, target, parent, name in
+    serve(req, "symlink") { mv in
+        let bytes = Array(UnsafeRawBufferPointer(start: target!, count: strlen(target!)))
+        replyEntry(req, try mv.vault.makeNode(in: parent, name: try nameString(name), kind: .symlink, permissions: 0o777,
+                                              caller: caller(req), symlinkTarget: bytes), mv)
     }
 }
 
-private let opReadlink: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int) -> Int32 = { path, buf, size in
-    run("readlink") { mv in
-        let target = try mv.vault.readLink(try mv.vault.resolve(try pathString(path)).id)
-        let n = min(target.count, size - 1)
-        target.withUnsafeBytes { _ = memcpy(buf!, $0.baseAddress!, n) }
-        buf![n] = 0
-        return 0
+private let opReadlink: @convention(c) (fuse_req_t?, fuse_ino_t) -> Void = { req, ino in
+    serve(req, "readlink") { mv in
+        var target = try mv.vault.readLink(ino)
+        target.append(0)
+        target.withUnsafeBytes { _ = fuse_reply_readlink(req, $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
     }
 }
 
-private let opUnlink: @convention(c) (UnsafePointer<CChar>?) -> Int32 = { path in
-    run("unlink") { mv in
-        let (parent, name) = try parentAndName(mv, path)
-        let node = try mv.vault.lookup(parent, name)
-        try mv.vault.unlink(in: parent, name: name)
-        if node.linkCount > 1 { mv.invalidateOtherNames(of: node.id, except: []) }
-        return 0
+private let opUnlink: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, parent, name in
+    serve(req, "unlink") { mv in
+        try mv.vault.unlink(in: parent, name: try nameString(name))
+        ok(req)
     }
 }
 
-private let opRmdir: @convention(c) (UnsafePointer<CChar>?) -> Int32 = { path in
-    run("rmdir") { mv in
-        let (parent, name) = try parentAndName(mv, path)
-        try mv.vault.removeDirectory(in: parent, name: name)
-        return 0
+private let opRmdir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, parent, name in
+    serve(req, "rmdir") { mv in
+        try mv.vault.removeDirectory(in: parent, name: try nameString(name))
+        ok(req)
     }
 }
 
-private let opRename: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UInt32) -> Int32 = { from, to, flags in
-    run("rename") { mv in
+private let opRename: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, fuse_ino_t, UnsafePointer<CChar>?, UInt32) -> Void = { req, parent, name, newParent, newName, flags in
+    serve(req, "rename") { mv in
         let mode: RenameMode
         switch flags {
         case 0: mode = .replace
@@ -212,76 +297,14 @@ private let opRename: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar
         case 2: mode = .exchange  // RENAME_EXCHANGE
         default: throw FSError(EINVAL)
         }
-        let (p1, n1) = try parentAndName(mv, from)
-        let (p2, n2) = try parentAndName(mv, to)
-        let replaced = try? mv.vault.lookup(p2, n2)
-        try mv.vault.rename(from: p1, name: n1, to: p2, newName: n2, mode: mode)
-        if let replaced, mode == .replace, replaced.kind != .directory, replaced.linkCount > 1 {
-            mv.invalidateOtherNames(of: replaced.id, except: [try pathString(from), try pathString(to)])
-        }
-        return 0
+        try mv.vault.rename(from: parent, name: try nameString(name), to: newParent, newName: try nameString(newName), mode: mode)
+        ok(req)
     }
 }
 
-private let opLink: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32 = { from, to in
-    run("link") { mv in
-        let node = try mv.vault.resolve(try pathString(from))
-        let (parent, name) = try parentAndName(mv, to)
-        _ = try mv.vault.link(node.id, into: parent, name: name)
-        mv.invalidateOtherNames(of: node.id, except: [try pathString(from), try pathString(to)])
-        return 0
-    }
-}
-
-/// After an attribute change through one name of a hard-linked file, its other names must not keep
-/// showing the old attributes.
-private func attributesChanged(_ mv: MountedVault, _ id: UInt64, _ path: UnsafePointer<CChar>?) {
-    guard let node = try? mv.vault.attributes(id), node.linkCount > 1 else { return }
-    mv.invalidateOtherNames(of: id, except: path.flatMap { String(validatingCString: $0) }.map { [$0] } ?? [])
-}
-
-private let opChmod: @convention(c) (UnsafePointer<CChar>?, mode_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, mode, fi in
-    run("chmod") { mv in
-        let id = try handle(fi)?.id ?? mv.vault.resolve(try pathString(path)).id
-        try mv.vault.setAttributes(id, .init(permissions: UInt32(mode & 0o7777)))
-        attributesChanged(mv, id, path)
-        return 0
-    }
-}
-
-private let opChown: @convention(c) (UnsafePointer<CChar>?, uid_t, gid_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, uid, gid, fi in
-    run("chown") { mv in
-        let id = try handle(fi)?.id ?? mv.vault.resolve(try pathString(path)).id
-        try mv.vault.setAttributes(id, .init(uid: uid == UInt32.max ? nil : uid, gid: gid == UInt32.max ? nil : gid))
-        attributesChanged(mv, id, path)
-        return 0
-    }
-}
-
-private let opUtimens: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<timespec>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, ts, fi in
-    run("utimens") { mv in
-        let id = try handle(fi)?.id ?? mv.vault.resolve(try pathString(path)).id
-        let now = nowNanoseconds()
-        func value(_ t: timespec) -> Int64? {
-            if t.tv_nsec == CFuse_UTIME_OMIT { return nil }
-            if t.tv_nsec == CFuse_UTIME_NOW { return now }
-            return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
-        }
-        let change = ts.map { UnlockedVault.AttributeChange(accessTime: value($0[0]), modificationTime: value($0[1])) }
-            ?? UnlockedVault.AttributeChange(accessTime: now, modificationTime: now)
-        try mv.vault.setAttributes(id, change)
-        attributesChanged(mv, id, path)
-        return 0
-    }
-}
-
-private let opTruncate: @convention(c) (UnsafePointer<CChar>?, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, size, fi in
-    run("truncate") { mv in
-        let node = try handle(fi).map { try mv.vault.attributes($0.id) } ?? (try mv.vault.resolve(try pathString(path)))
-        guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
-        try mv.vault.setSize(node.id, to: Int(size))
-        attributesChanged(mv, node.id, path)
-        return 0
+private let opLink: @convention(c) (fuse_req_t?, fuse_ino_t, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, ino, newParent, newName in
+    serve(req, "link") { mv in
+        replyEntry(req, try mv.vault.link(ino, into: newParent, name: try nameString(newName)), mv)
     }
 }
 
@@ -292,148 +315,140 @@ private func accessMode(_ flags: Int32) -> (write: Bool, append: Bool, truncate:
     return (acc == O_WRONLY || acc == O_RDWR, flags & O_APPEND != 0, flags & O_TRUNC != 0)
 }
 
-private let opOpen: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, fi in
-    run("open") { mv in
-        let node = try mv.vault.resolve(try pathString(path))
-        let m = accessMode(fi!.pointee.flags)
-        let h = try mv.vault.open(node.id, write: m.write, truncate: m.truncate, append: m.append)
-        if node.linkCount > 1 {
-            // Each name of a hard-linked file has its own kernel inode and page cache under libfuse's
-            // high-level API; bypassing the page cache keeps every name's view of the data the same.
-            fi!.pointee.direct_io = 1
-            h.openedPath = try pathString(path)
-        } else {
-            // Only this mount changes the vault, so cached pages stay valid across opens.
-            fi!.pointee.keep_cache = 1
-        }
-        store(h, in: fi)
-        return 0
-    }
-}
-
-private let opCreate: @convention(c) (UnsafePointer<CChar>?, mode_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { path, mode, fi in
-    run("create") { mv in
-        let (parent, name) = try parentAndName(mv, path)
-        let m = accessMode(fi!.pointee.flags)
-        let h = try mv.vault.create(in: parent, name: name, permissions: UInt32(mode & 0o7777), caller: caller())
-        let handle = m.append ? try mv.vault.open(h.id, write: true, append: true) : h
-        if m.append { mv.vault.release(h) }
-        fi!.pointee.keep_cache = 1
-        store(handle, in: fi)
-        return 0
-    }
-}
-
-private let opRead: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, buf, size, offset, fi in
-    run("read") { mv in
-        guard let h = handle(fi) else { throw FSError(EBADF) }
-        return Int32(try mv.vault.read(h, at: Int(offset), into: UnsafeMutableRawBufferPointer(start: buf, count: size)))
-    }
-}
-
-private let opWrite: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, buf, size, offset, fi in
-    run("write") { mv in
-        guard let h = handle(fi) else { throw FSError(EBADF) }
-        return Int32(try mv.vault.write(h, at: Int(offset), from: UnsafeRawBufferPointer(start: buf, count: size)))
-    }
-}
-
-private let opFlush: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, fi in
-    run("flush") { mv in
-        guard let h = handle(fi) else { return 0 }
-        try mv.vault.flush(h)
-        if h.writable, let opened = h.openedPath { mv.invalidateOtherNames(of: h.id, except: [opened]) }
-        return 0
-    }
-}
-
-private let opFsync: @convention(c) (UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, _, fi in
-    run("fsync") { mv in
-        guard let h = handle(fi) else { return 0 }
-        try mv.vault.fsync(h)
-        return 0
-    }
-}
-
-private let opRelease: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, fi in
-    run("release") { mv in
-        guard let fi, fi.pointee.fh != 0 else { return 0 }
-        let h = Unmanaged<FileHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeRetainedValue()
-        fi.pointee.fh = 0
+/// Hands a file handle to the kernel; if the open was interrupted meanwhile, closes it again.
+private func replyOpened(_ req: fuse_req_t?, _ h: FileHandle, _ fi: UnsafeMutablePointer<fuse_file_info>, _ mv: MountedVault,
+                         entry: fuse_entry_param? = nil) {
+    // Only this mount changes the vault, so cached pages stay valid across opens.
+    fi.pointee.keep_cache = 1
+    let retained = Unmanaged.passRetained(h)
+    fi.pointee.fh = UInt64(UInt(bitPattern: retained.toOpaque()))
+    let status: Int32
+    if var e = entry { status = fuse_reply_create(req, &e, fi) } else { status = fuse_reply_open(req, fi) }
+    if status != 0 {
+        retained.release()
         mv.vault.release(h)
-        return 0
     }
 }
 
-private let opFsyncdir: @convention(c) (UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<fuse_file_info>?) -> Int32 = { _, _, _ in
-    run("fsyncdir") { mv in
-        if !mv.readOnly { try mv.vault.commit(durable: true) }
-        return 0
+private let opOpen: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, fi in
+    serve(req, "open") { mv in
+        let m = accessMode(fi!.pointee.flags)
+        // With the kernel's write-back cache, the kernel places appends itself and sends their offsets.
+        let h = try mv.vault.open(ino, write: m.write, truncate: m.truncate, append: m.append && !mv.writebackCache)
+        replyOpened(req, h, fi!, mv)
+    }
+}
+
+private let opCreate: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, mode_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, parent, name, mode, fi in
+    serve(req, "create") { mv in
+        let m = accessMode(fi!.pointee.flags)
+        let created = try mv.vault.create(in: parent, name: try nameString(name), permissions: UInt32(mode & 0o7777), caller: caller(req))
+        var h = created
+        do {
+            if m.append && !mv.writebackCache {
+                h = try mv.vault.open(created.id, write: true, append: true)
+                mv.vault.release(created)
+            }
+            replyOpened(req, h, fi!, mv, entry: entry(for: try mv.vault.attributes(h.id), mv))
+        } catch {
+            mv.vault.release(h)
+            throw error
+        }
+    }
+}
+
+private let opRead: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, size, offset, fi in
+    serve(req, "read") { mv in
+        let h = try handle(fi)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        let n = try mv.vault.read(h, at: Int(offset), into: buffer)
+        fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+    }
+}
+
+private let opWrite: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, buf, size, offset, fi in
+    serve(req, "write") { mv in
+        let n = try mv.vault.write(try handle(fi), at: Int(offset), from: UnsafeRawBufferPointer(start: buf, count: size))
+        fuse_reply_write(req, n)
+    }
+}
+
+private let opFlush: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, fi in
+    serve(req, "flush") { mv in
+        try mv.vault.flush(try handle(fi))
+        ok(req)
+    }
+}
+
+private let opFsync: @convention(c) (fuse_req_t?, fuse_ino_t, Int32, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, _, fi in
+    serve(req, "fsync") { mv in
+        try mv.vault.fsync(try handle(fi))
+        ok(req)
+    }
+}
+
+private let opRelease: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, fi in
+    serve(req, "release") { mv in
+        if let fi, fi.pointee.fh != 0 {
+            let h = Unmanaged<FileHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeRetainedValue()
+            fi.pointee.fh = 0
+            mv.vault.release(h)
+        }
+        ok(req)
     }
 }
 
 // MARK: Extended attributes
 
-private let opSetxattr: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int, Int32) -> Int32 = { path, name, value, size, flags in
-    run("setxattr") { mv in
-        let node = try mv.vault.resolve(try pathString(path))
+/// Replies to a size query (`size` 0) with the length, otherwise with the bytes or ERANGE.
+private func replySized(_ req: fuse_req_t?, _ bytes: [UInt8], _ size: Int) throws {
+    if size == 0 { fuse_reply_xattr(req, bytes.count); return }
+    guard size >= bytes.count else { throw FSError(ERANGE) }
+    _ = bytes.withUnsafeBytes { fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
+}
+
+private let opSetxattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int, Int32) -> Void = { req, ino, name, value, size, flags in
+    serve(req, "setxattr") { mv in
         let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: value, count: size))
-        try mv.vault.setExtendedAttribute(node.id, name: String(cString: name!), value: bytes,
+        try mv.vault.setExtendedAttribute(ino, name: try nameString(name), value: bytes,
                                           create: flags & 1 != 0, replace: flags & 2 != 0)  // XATTR_CREATE, XATTR_REPLACE
-        return 0
+        ok(req)
     }
 }
 
-private let opGetxattr: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int) -> Int32 = { path, name, value, size in
-    run("getxattr") { mv in
-        let node = try mv.vault.resolve(try pathString(path))
-        let v = try mv.vault.extendedAttribute(node.id, name: String(cString: name!))
-        if size == 0 { return Int32(v.count) }
-        guard size >= v.count else { throw FSError(ERANGE) }
-        v.withUnsafeBytes { if $0.count > 0 { memcpy(value!, $0.baseAddress!, v.count) } }
-        return Int32(v.count)
+private let opGetxattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, Int) -> Void = { req, ino, name, size in
+    serve(req, "getxattr") { mv in try replySized(req, try mv.vault.extendedAttribute(ino, name: try nameString(name)), size) }
+}
+
+private let opListxattr: @convention(c) (fuse_req_t?, fuse_ino_t, Int) -> Void = { req, ino, size in
+    serve(req, "listxattr") { mv in
+        try replySized(req, try mv.vault.extendedAttributeNames(ino).flatMap { Array($0.utf8) + [0] }, size)
     }
 }
 
-private let opListxattr: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int) -> Int32 = { path, list, size in
-    run("listxattr") { mv in
-        let node = try mv.vault.resolve(try pathString(path))
-        var bytes: [UInt8] = []
-        for name in try mv.vault.extendedAttributeNames(node.id) { bytes += Array(name.utf8) + [0] }
-        if size == 0 { return Int32(bytes.count) }
-        guard size >= bytes.count else { throw FSError(ERANGE) }
-        bytes.withUnsafeBytes { if $0.count > 0 { memcpy(list!, $0.baseAddress!, bytes.count) } }
-        return Int32(bytes.count)
-    }
-}
-
-private let opRemovexattr: @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32 = { path, name in
-    run("removexattr") { mv in
-        let node = try mv.vault.resolve(try pathString(path))
-        try mv.vault.removeExtendedAttribute(node.id, name: String(cString: name!))
-        return 0
+private let opRemovexattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?) -> Void = { req, ino, name in
+    serve(req, "removexattr") { mv in
+        try mv.vault.removeExtendedAttribute(ino, name: try nameString(name))
+        ok(req)
     }
 }
 
 // MARK: Lifecycle
 
-private let opInit: @convention(c) (UnsafeMutablePointer<fuse_conn_info>?, UnsafeMutablePointer<fuse_config>?) -> UnsafeMutableRawPointer? = { conn, cfg in
-    if let cfg {
-        cfg.pointee.use_ino = 1
-        cfg.pointee.hard_remove = 1  // the engine keeps unlinked open files itself
-        cfg.pointee.nullpath_ok = 1
-        cfg.pointee.kernel_cache = 1
-        cfg.pointee.entry_timeout = 1
-        cfg.pointee.attr_timeout = 1
-        cfg.pointee.negative_timeout = 1  // only this mount changes the vault, and it invalidates what it changes
+private let opInit: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<fuse_conn_info>?) -> Void = { data, conn in
+    guard let data, let conn else { return }
+    let mv = Unmanaged<MountedVault>.fromOpaque(data).takeUnretainedValue()
+    conn.pointee.max_write = 1 << 20
+    conn.pointee.max_read = 1 << 20  // must match the max_read mount option
+    conn.pointee.max_readahead = 1 << 20
+    conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+    // The kernel's write-back cache gathers small writes into large ones; it owns file sizes and
+    // modification times while it holds dirty pages, which is safe because only this mount writes.
+    if mv.writebackCacheWanted, conn.pointee.capable & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0 {
+        conn.pointee.want |= UInt32(FUSE_CAP_WRITEBACK_CACHE)
+        mv.writebackCache = true
     }
-    if let conn {
-        conn.pointee.max_write = 1 << 20
-        conn.pointee.max_read = 1 << 20  // must match the max_read mount option
-        conn.pointee.max_readahead = 1 << 20
-        conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
-    }
-    return CFuse_private_data()
 }
 
 private let opDestroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { data in
@@ -442,38 +457,39 @@ private let opDestroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { dat
 }
 
 /// The operations table, filled in one place.
-func makeOperations() -> fuse_operations {
-    var ops = fuse_operations()
+func makeOperations() -> fuse_lowlevel_ops {
+    var ops = fuse_lowlevel_ops()
+    ops.`init` = opInit
+    ops.destroy = opDestroy
+    ops.lookup = opLookup
+    ops.forget = opForget
+    ops.forget_multi = opForgetMulti
     ops.getattr = opGetattr
-    ops.readlink = opReadlink
-    ops.mknod = opMknod
+    ops.setattr = opSetattr
+    ops.statfs = opStatfs
+    ops.opendir = opOpendir
+    ops.readdir = opReaddir
+    ops.readdirplus = opReaddirplus
+    ops.releasedir = opReleasedir
+    ops.fsyncdir = opFsyncdir
     ops.mkdir = opMkdir
+    ops.mknod = opMknod
+    ops.symlink = opSymlink
+    ops.readlink = opReadlink
     ops.unlink = opUnlink
     ops.rmdir = opRmdir
-    ops.symlink = opSymlink
     ops.rename = opRename
     ops.link = opLink
-    ops.chmod = opChmod
-    ops.chown = opChown
-    ops.truncate = opTruncate
     ops.open = opOpen
+    ops.create = opCreate
     ops.read = opRead
     ops.write = opWrite
-    ops.statfs = opStatfs
     ops.flush = opFlush
-    ops.release = opRelease
     ops.fsync = opFsync
+    ops.release = opRelease
     ops.setxattr = opSetxattr
     ops.getxattr = opGetxattr
     ops.listxattr = opListxattr
     ops.removexattr = opRemovexattr
-    ops.opendir = opOpendir
-    ops.readdir = opReaddir
-    ops.fsyncdir = opFsyncdir
-    ops.`init` = opInit
-    ops.destroy = opDestroy
-    ops.access = opAccess
-    ops.create = opCreate
-    ops.utimens = opUtimens
     return ops
 }

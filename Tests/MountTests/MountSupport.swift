@@ -42,7 +42,7 @@ final class MountedVault {
     @discardableResult
     func vaultaire(_ args: [String], expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
         let r = try execute(binary, args)
-        if let expect { XCTAssertEqual(r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line) }
+        if let expect { XCTAssertEqual(r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr) \(r.stdout)", file: file, line: line) }
         return r
     }
 

@@ -202,4 +202,28 @@ final class StaleStateTests: XCTestCase {
         XCTAssertTrue(again.verify().isIntact)
         try again.close()
     }
+
+    /// A crash while a file is written out of order: the record (journaled by a metadata change) claims
+    /// six chunks, but chunk 3 is still in the engine's cache, so the blob has a hole there. Reopening
+    /// keeps the authenticated prefix, says so, and the vault verifies.
+    func testRecordAheadOfAHoleyBlobIsCutToTheIntactPrefix() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        let data = randomBytes(6 * 4096)
+        let h = try v.create(in: Inode.rootID, name: "f", permissions: 0o644, caller: .current)
+        try data.withUnsafeBytes { d in
+            _ = try v.write(h, at: 0, from: UnsafeRawBufferPointer(rebasing: d[0..<3 * 4096]))
+            _ = try v.write(h, at: 3 * 4096, from: UnsafeRawBufferPointer(rebasing: d[3 * 4096..<3 * 4096 + 100]))  // cached
+            _ = try v.write(h, at: 4 * 4096, from: UnsafeRawBufferPointer(rebasing: d[4 * 4096..<6 * 4096]))  // past the hole
+        }
+        try v.setAttributes(h.id, .init(permissions: 0o600))  // journals the record with its in-memory size
+        v.wipeAndRelease()  // the crash: nothing written back, nothing closed
+
+        let again = try tv.open()
+        let notices = again.notices.joined(separator: "\n")
+        XCTAssertTrue(notices.contains("lost data written after its last fsync"), notices)
+        XCTAssertEqual(try again.readFile("/f"), Array(data[0..<3 * 4096]))
+        XCTAssertTrue(again.verify().isIntact)
+        try again.close()
+    }
 }
