@@ -8,9 +8,6 @@
 #include <openssl/hmac.h>
 
 // Function-like and aliased macros Swift cannot import, as prefixed inline shims.
-static inline int COpenSSL_gcm_set_ivlen(EVP_CIPHER_CTX *ctx, int len) {
-    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, len, NULL);
-}
 static inline int COpenSSL_gcm_get_tag(EVP_CIPHER_CTX *ctx, int len, void *tag) {
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, len, tag);
 }

@@ -71,11 +71,16 @@ public final class AESGCMContext {
         return c
     }()
 
+    /// The key whose schedule `ctx` holds (a copy, in secure storage): operations under the same key
+    /// as the last one only set a new nonce, instead of expanding the key and GHASH table again.
+    private let loadedKey = SecureBytes(count: AESGCM.keySize)
+    private var hasKey = false
+
     public init() {
         guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("out of memory: EVP_CIPHER_CTX_new") }
         self.ctx = ctx
         self.cipher = AESGCMContext.cipherHandle
-        AESGCMContext.live.withLock { $0[ObjectIdentifier(self)] = ctx }
+        AESGCMContext.live.withLock { $0[ObjectIdentifier(self)] = Unmanaged.passUnretained(self) }
     }
 
     deinit {
@@ -83,16 +88,22 @@ public final class AESGCMContext {
         EVP_CIPHER_CTX_free(ctx)
     }
 
-    /// Every thread's context. A context keeps the last key's AES schedule — whose first round keys are
-    /// the key itself — until it is reset, so locking a vault resets them all.
-    private static let live = Locked<[ObjectIdentifier: OpaquePointer]>([:])
+    /// Every thread's context. A context keeps the last key (and its AES schedule, whose first round
+    /// keys are the key itself) until it is reset, so locking a vault resets them all.
+    private static let live = Locked<[ObjectIdentifier: Unmanaged<AESGCMContext>]>([:])
 
-    /// Clears the key schedules held by all contexts (EVP_CIPHER_CTX_reset cleanses them). Call when no
-    /// operation is running, e.g. when a vault is locked.
+    /// Clears the keys and key schedules held by all contexts (EVP_CIPHER_CTX_reset cleanses them).
+    /// Call when no operation is running, e.g. when a vault is locked.
     public static func wipeAll() {
         live.withLock { contexts in
-            for ctx in contexts.values { _ = EVP_CIPHER_CTX_reset(ctx) }
+            for context in contexts.values { context.takeUnretainedValue().forgetKey() }
         }
+    }
+
+    private func forgetKey() {
+        hasKey = false
+        _ = EVP_CIPHER_CTX_reset(ctx)
+        loadedKey.wipe()
     }
 
     private static let threadKey: pthread_key_t = {
@@ -121,14 +132,19 @@ public final class AESGCMContext {
             throw CryptoError.invalidLength(what: "GCM nonce", expected: AESGCM.nonceSize, actual: nonce.count)
         }
         let enc: Int32 = encrypt ? 1 : 0
-        try check(EVP_CipherInit_ex(ctx, cipher, nil, nil, nil, enc), "EVP_CipherInit_ex")
-        try check(COpenSSL_gcm_set_ivlen(ctx, Int32(AESGCM.nonceSize)), "set GCM IV length")
-        try key.withUnsafeBytes { k in
-            try check(
-                EVP_CipherInit_ex(ctx, nil, nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                  nonce.baseAddress!.assumingMemoryBound(to: UInt8.self), enc),
-                "EVP_CipherInit_ex(key)")
+        let iv = nonce.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        if hasKey && key.constantTimeEquals(loadedKey) {
+            try check(EVP_CipherInit_ex(ctx, nil, nil, nil, iv, enc), "EVP_CipherInit_ex(nonce)")
+            return
         }
+        hasKey = false
+        // AES-GCM's default IV length is the 96-bit nonce used here.
+        try key.withUnsafeBytes { k in
+            try check(EVP_CipherInit_ex(ctx, cipher, nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self), iv, enc),
+                      "EVP_CipherInit_ex(key)")
+            loadedKey.withUnsafeMutableBytes { _ = memcpy($0.baseAddress!, k.baseAddress!, AESGCM.keySize) }
+        }
+        hasKey = true
     }
 
     private func feedAAD(_ aad: UnsafeRawBufferPointer) throws {
@@ -169,7 +185,7 @@ public final class AESGCMContext {
             try check(EVP_CipherUpdate(ctx, out, &outl, inp, Int32(ctLen)), "GCM decrypt")
         }
         var tag = (UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &tag) { memcpy($0.baseAddress!, inp + ctLen, AESGCM.tagSize) }
+        _ = withUnsafeMutableBytes(of: &tag) { memcpy($0.baseAddress!, inp + ctLen, AESGCM.tagSize) }
         try withUnsafeMutableBytes(of: &tag) {
             try check(COpenSSL_gcm_set_tag(ctx, Int32(AESGCM.tagSize), $0.baseAddress!), "GCM set tag")
         }

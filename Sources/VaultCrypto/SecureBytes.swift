@@ -75,7 +75,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
     public func slice(_ range: Range<Int>) -> SecureBytes {
         precondition(range.lowerBound >= 0 && range.upperBound <= count)
         let out = SecureBytes(count: range.count)
-        out.withUnsafeMutableBytes { dst in
+        _ = out.withUnsafeMutableBytes { dst in
             memcpy(dst.baseAddress!, storage + range.lowerBound, range.count)
         }
         return out

@@ -24,7 +24,7 @@ final class OpenFile {
     /// The name in the sealed header, kept for reseals (new content version, rename).
     var headerName = ""
 
-    private let cache: SecureBytes
+    let cache: SecureBytes
     private var cacheIndex = -1
     private var cacheDirty = false
     /// Chunks 0..<onDisk hold valid sealed data on disk.
@@ -34,13 +34,15 @@ final class OpenFile {
     private var runSlots: [UInt8]
     private let maximumRun: Int
 
-    init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool) throws {
+    /// `cache` is one chunk of wiping storage, lent by the vault (see `UnlockedVault.lendCache`).
+    init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool, cache: SecureBytes) throws {
         self.id = id
         self.blob = blob
         self.chunkSize = blob.chunkSize
         self.size = size
         self.tolerateLastChunkFlag = tolerateLastChunkFlag
-        self.cache = SecureBytes(count: blob.chunkSize)
+        precondition(cache.count == blob.chunkSize)
+        self.cache = cache
         self.onDisk = (size + blob.chunkSize - 1) / blob.chunkSize
         self.slot = [UInt8](repeating: 0, count: blob.slotSize)
         self.maximumRun = max(1, (1 << 20) / blob.chunkSize)

@@ -1,4 +1,5 @@
 import Glibc
+import VaultCrypto
 import VaultFormat
 import VaultSystem
 
@@ -43,7 +44,7 @@ extension UnlockedVault {
             }
             let (blob, info) = try openBlob(node, writable: !readOnly)
             if reseal { try writeHeader(blob, for: node, name: info.name) }
-            let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck)
+            let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck, cache: lendCache())
             open.headerName = info.name
             open.handles = 1
             open.writers = write ? 1 : 0
@@ -156,7 +157,22 @@ extension UnlockedVault {
             }
             return true
         }
-        if last { f.lock.withLock { f.dropCache() } }
+        if last {
+            f.lock.withLock { f.dropCache() }
+            meta.withLock { takeBackCache(f.cache) }
+        }
+    }
+
+    /// A wiped one-chunk buffer for a newly opened file. Buffers are reused, because each new one costs
+    /// an allocation, mlock, madvise and munlock — several system calls on every small file created.
+    /// Caller holds `meta`.
+    func lendCache() -> SecureBytes {
+        spareCaches.popLast() ?? SecureBytes(count: 1 << Int(chunkSizeLog2))
+    }
+
+    /// Takes back a closed file's buffer, already wiped. Caller holds `meta`.
+    func takeBackCache(_ cache: SecureBytes) {
+        if spareCaches.count < 64 && !isClosed { spareCaches.append(cache) }
     }
 
     /// Writes back `f`'s cached chunk and journals its record; with `durable`, syncs the blob first,

@@ -48,6 +48,7 @@ extension UnlockedVault {
         meta.withLock {
             for f in openFiles.values { f.lock.withLock { f.dropCache() } }
             openFiles.removeAll()
+            spareCaches.removeAll()
             index.close()
             keys.wipe()
             AESGCMContext.wipeAll()

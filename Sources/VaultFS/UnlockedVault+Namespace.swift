@@ -57,7 +57,7 @@ extension UnlockedVault {
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
                                                name: name, mimeType: node.mimeType, version: node.contentVersion)
                 if keepOpen {
-                    let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true)
+                    let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache())
                     open.headerName = name
                     open.handles = 1
                     open.writers = 1
@@ -276,7 +276,14 @@ extension UnlockedVault {
             if let a = change.accessTime { node.accessTime = a }
             if let m = change.modificationTime { node.modificationTime = m }
             node.changeTime = nowNanoseconds()
-            try commitChanges([.putInode(node)])
+            if let open = openFiles[id], open.writers > 0 {
+                // A file open for writing has its record journaled when it is flushed, synced or
+                // closed: tar's chown, chmod and utimens on the open file cost one record, not three.
+                state.inodes[id] = node
+                dirtyInodes.insert(id)
+            } else {
+                try commitChanges([.putInode(node)])
+            }
             return node
         }
     }

@@ -18,6 +18,8 @@ public final class UnlockedVault {
     var openFiles: [UInt64: OpenFile] = [:]
     /// Inodes whose in-memory record differs from the journal (sizes and times from writes).
     var dirtyInodes: Set<UInt64> = []
+    /// Wiped one-chunk buffers of closed files, lent to the next files opened.
+    var spareCaches: [SecureBytes] = []
     /// Blob fan-out directories known to exist (by first byte of the blob ID).
     var fanOutReady: Set<UInt8> = []
     private var lockFile: VaultLock?

@@ -191,10 +191,13 @@ public final class FileBlob {
     public func writeChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
                             scratch: UnsafeMutableRawBufferPointer) throws {
         precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
+        // All the run's nonces from one call to the generator (each call has a fixed cost).
+        var nonces = [UInt8](repeating: 0, count: count * 12)
+        try nonces.withUnsafeMutableBytes { try SecureRandom.fill($0) }
         for k in 0..<count {
             let index = first + k
             let slot = UnsafeMutableRawBufferPointer(rebasing: scratch[k * slotSize..<(k + 1) * slotSize])
-            try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: slot[0..<12]))
+            nonces.withUnsafeBytes { _ = memcpy(slot.baseAddress!, $0.baseAddress! + k * 12, 12) }
             var aad = chunkAAD(index, final: index == finalIndex)
             try withUnsafeBytes(of: &aad) { a in
                 try AESGCMContext.current.seal(UnsafeRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]),

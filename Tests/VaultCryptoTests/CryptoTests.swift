@@ -89,6 +89,24 @@ final class AESGCMTests: XCTestCase {
         XCTAssertEqual(out, [UInt8](repeating: 0, count: 64), "no unauthenticated plaintext may remain in the buffer")
     }
 
+    /// The per-thread context keeps the last key loaded; interleaving keys, directions and a wipe must
+    /// give exactly the published vectors every time (a stale key would show up as a wrong ciphertext).
+    func testReusedContextFollowsKeyChangesDirectionsAndWipes() throws {
+        let cases = try loadVectors("gcm-aes256.txt")
+        let other = try SecureBytes(randomCount: 32)
+        for round in 0..<3 {
+            for c in cases {
+                let key = SecureBytes(copying: unhex(c["key"]!))
+                let sealed = try AESGCM.seal(unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
+                XCTAssertEqual(sealed, unhex(c["ciphertext"]!) + unhex(c["tag"]!), "round \(round)")
+                _ = try AESGCM.seal([1, 2, 3], using: other, nonce: [UInt8](repeating: 7, count: 12))  // another key in between
+                XCTAssertEqual(try AESGCM.open(sealed, using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)), unhex(c["plaintext"]!))
+                XCTAssertEqual(try AESGCM.seal(unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)), sealed)
+                if round == 1 { AESGCMContext.wipeAll() }
+            }
+        }
+    }
+
     func testWrongLengthsAreRefused() {
         XCTAssertThrowsError(try AESGCM.seal([1], using: SecureBytes(count: 16), nonce: [UInt8](repeating: 0, count: 12)))
         XCTAssertThrowsError(try AESGCM.seal([1], using: SecureBytes(count: 32), nonce: [UInt8](repeating: 0, count: 8)))
