@@ -79,9 +79,15 @@ unmount_target() {
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
 
+# ext4 skips inodes freed in the last few seconds (longer while their table blocks are dirty) when it
+# allocates new ones, and that scan made whichever target ran right after another's `rm -rf` create
+# files several times slower. Writing everything back and waiting it out gives each target the same start.
+settle() { sync; sleep 6; }
+
 declare -A R  # R[target,workload,run] = value
 run_target() {  # $1 target, $2 run
   local t="$1" r="$2" d="$W/$1-$2" s e
+  settle
   mount_target "$t" "$d" || { echo "  $t: mount failed"; return; }
   s=$(now); dd if=/dev/zero of="$MNT/seq" bs=1M count="$SEQ_MB" conv=fsync status=none; e=$(now)
   R[$t,seqwrite,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
@@ -95,6 +101,7 @@ run_target() {  # $1 target, $2 run
       | awk -F';' -v rw=$rw '{ print (rw=="randread") ? $8 : $49 }')
   done
   rm -f "$MNT/fio.dat"
+  settle
   s=$(now); tar -C "$MNT" -xf "$W/small.tar"; sync -f "$MNT/tree" 2>/dev/null; e=$(now)
   R[$t,tarx,$r]=$(python3 -c "print(f'{$SMALL/($e-$s):.0f}')")
   drop_caches
@@ -107,8 +114,14 @@ run_target() {  # $1 target, $2 run
 
 echo "Vaultaire benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r), runs=$RUNS, seq=${SEQ_MB} MiB, small files=$SMALL"
 echo "versions: vaultaire $(git rev-parse --short HEAD 2>/dev/null), $(gocryptfs -version 2>/dev/null | head -1 | cut -d';' -f1), securefs $(securefs version 2>/dev/null | head -1 | awk '{print $NF}'), $(cryfs --version 2>/dev/null | head -1), libfuse $(pkg-config --modversion fuse3)"
+# Each run starts the list one target later, so no target always follows the same neighbour.
+rotated() {  # $1 = run number
+  local list=($TARGETS) n k
+  n=${#list[@]}
+  for k in $(seq 0 $((n - 1))); do printf '%s ' "${list[$(( (k + $1 - 1) % n ))]}"; done
+}
 for r in $(seq 1 "$RUNS"); do
-  for t in $TARGETS; do
+  for t in $(rotated "$r"); do
     [ "$t" = passthrough ] && [ -z "$PASSTHROUGH" ] && continue
     command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "$t" = vaultaire ] || continue
     echo "  run $r: $t" >&2
