@@ -7,7 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS="${1:-3}"; SEQ_MB="${2:-1024}"; SMALL="${3:-10000}"; SCALE="${4:-100000}"
-TARGETS="${BENCH_TARGETS:-plain passthrough vaultaire gocryptfs securefs cryfs}"
+# vaultaire-nx: Vaultaire mounted with --no-xattrs (securefs has no extended attributes on Linux).
+TARGETS="${BENCH_TARGETS:-plain passthrough vaultaire vaultaire-nx gocryptfs securefs cryfs}"
 
 scripts/install-deps.sh >/dev/null
 missing=()
@@ -55,10 +56,11 @@ mount_target() {  # $1 = target, $2 = dir; sets MNT
   case "$t" in
     plain) MNT="$d/back" ;;
     passthrough) "$PASSTHROUGH" -o "modules=subdir,subdir=$d/back" "$MNT" ;;
-    vaultaire)
+    vaultaire|vaultaire-nx)
       VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" init "$d/back/v" --passphrase-file "$W/pw" --kdf-iterations 1000 \
         --recovery-iterations 1000 --recovery-phrase-out "$d/phrase" >/dev/null
-      VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/back/v" "$MNT" --passphrase-file "$W/pw" >/dev/null ;;
+      VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/back/v" "$MNT" --passphrase-file "$W/pw" \
+        $([ "$t" = vaultaire-nx ] && echo --no-xattrs) >/dev/null ;;
     gocryptfs)
       gocryptfs -init -q -scryptn 10 -passfile "$W/pw" "$d/back" >/dev/null 2>&1
       gocryptfs -q -passfile "$W/pw" "$d/back" "$MNT" 2>/dev/null ;;
@@ -74,7 +76,7 @@ mount_target() {  # $1 = target, $2 = dir; sets MNT
 
 unmount_target() {
   [ "$1" = plain ] && return
-  if [ "$1" = vaultaire ]; then "$VAULTAIRE" unmount "$MNT" >/dev/null; else fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"; fi
+  if [ "${1%-nx}" = vaultaire ]; then "$VAULTAIRE" unmount "$MNT" >/dev/null; else fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"; fi
 }
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
@@ -123,7 +125,7 @@ rotated() {  # $1 = run number
 for r in $(seq 1 "$RUNS"); do
   for t in $(rotated "$r"); do
     [ "$t" = passthrough ] && [ -z "$PASSTHROUGH" ] && continue
-    command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "$t" = vaultaire ] || continue
+    command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "${t%-nx}" = vaultaire ] || continue
     echo "  run $r: $t" >&2
     run_target "$t" "$r"
   done
@@ -148,8 +150,10 @@ work = [("seqwrite", "seq write MB/s", True), ("seqread", "seq read MB/s (cold)"
         ("randwrite", "rand 4K write IOPS", True), ("tarx", "tar x files/s", True), ("lslr", "ls -lR s", False),
         ("statall", "stat all s", False), ("rmrf", "rm -rf s", False)]
 peers = [t for t in ("gocryptfs", "securefs") if t in targets]
-print("| workload | " + " | ".join(targets) + " | vaultaire ÷ best peer | vaultaire ÷ passthrough |")
-print("|---|" + "---|" * (len(targets) + 2))
+nx = "vaultaire-nx" in targets
+print("| workload | " + " | ".join(targets) + " | vaultaire ÷ best peer | vaultaire ÷ passthrough |"
+      + (" vaultaire-nx ÷ best peer |" if nx else ""))
+print("|---|" + "---|" * (len(targets) + 2 + nx))
 for key, label, higher in work:
     row = [m.get((t, key)) for t in targets]
     v = m.get(("vaultaire", key))
@@ -159,7 +163,8 @@ for key, label, higher in work:
     def ratio(a, b):
         if not a or not b: return "–"
         return f"{(a / b if higher else b / a):.2f}×"
-    print(f"| {label} | " + " | ".join("–" if x is None else f"{x:g}" for x in row) + f" | {ratio(v, best)} | {ratio(v, pt)} |")
+    print(f"| {label} | " + " | ".join("–" if x is None else f"{x:g}" for x in row) + f" | {ratio(v, best)} | {ratio(v, pt)} |"
+          + (f" {ratio(m.get(('vaultaire-nx', key)), best)} |" if nx else ""))
 print("\nRatios above 1 mean Vaultaire is better (for times: faster).")
 PY
 

@@ -7,6 +7,10 @@ import VaultSystem
 /// How to mount.
 public struct MountOptions {
     public var readOnly = false
+    /// Serve user.* extended attributes. Without them the kernel learns at the first query that there
+    /// are none and stops asking (it asks for security.capability on every write, security.selinux on
+    /// every `ls -l`).
+    public var extendedAttributes = true
     public var foreground = false
     /// Unmount after this many seconds without a request.
     public var idleSeconds: Int?
@@ -51,7 +55,7 @@ public enum Mounter {
             argvBuffer.deallocate()
         }
 
-        var ops = makeOperations()
+        var ops = makeOperations(extendedAttributes: options.extendedAttributes)
         let context = Unmanaged.passRetained(mounted)
         defer { context.release() }
         guard let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque()) else {

@@ -457,7 +457,7 @@ private let opDestroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { dat
 }
 
 /// The operations table, filled in one place.
-func makeOperations() -> fuse_lowlevel_ops {
+func makeOperations(extendedAttributes: Bool) -> fuse_lowlevel_ops {
     var ops = fuse_lowlevel_ops()
     ops.`init` = opInit
     ops.destroy = opDestroy
@@ -487,9 +487,12 @@ func makeOperations() -> fuse_lowlevel_ops {
     ops.flush = opFlush
     ops.fsync = opFsync
     ops.release = opRelease
-    ops.setxattr = opSetxattr
-    ops.getxattr = opGetxattr
-    ops.listxattr = opListxattr
-    ops.removexattr = opRemovexattr
+    if extendedAttributes {
+        // Left out, the kernel gets ENOSYS once and then answers every attribute query itself.
+        ops.setxattr = opSetxattr
+        ops.getxattr = opGetxattr
+        ops.listxattr = opListxattr
+        ops.removexattr = opRemovexattr
+    }
     return ops
 }

@@ -50,6 +50,28 @@ final class LifecycleTests: MountTestCase {
         try mv.verify()
     }
 
+    /// Without extended attributes the mount refuses them (EOPNOTSUPP) and everything else works; the
+    /// attributes stored earlier are kept in the vault and come back with the next ordinary mount.
+    func testMountWithoutExtendedAttributes() throws {
+        try mv.mount()
+        try mv.shell("echo data > f && python3 -c \"import os; os.setxattr('f', 'user.tag', b'kept')\"")
+        try mv.unmount()
+        try mv.mount(["--no-xattrs"])
+        try mv.shell("""
+            python3 -c "
+            import errno, os
+            for call in (lambda: os.getxattr('f', 'user.tag'), lambda: os.setxattr('f', 'user.x', b'1'), lambda: os.listxattr('f')):
+                try: call(); raise SystemExit('extended attributes answered')
+                except OSError as e: assert e.errno == errno.EOPNOTSUPP, e
+            "
+            echo more >> f && cp f g && cmp f g && [ "$(cat g)" = "$(printf 'data\nmore')" ]
+            """)
+        try mv.unmount()
+        try mv.mount()
+        try mv.shell("python3 -c \"import os; assert os.getxattr('f', 'user.tag') == b'kept'\"")
+        try mv.unmount()
+    }
+
     func testReadOnlyMount() throws {
         try mv.mount()
         try mv.shell("echo kept > kept.txt")

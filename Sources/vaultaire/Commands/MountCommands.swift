@@ -8,11 +8,13 @@ import VaultSystem
 enum MountCommand {
     static let spec = CommandSpec(
         name: "mount", overview: "Unlock the vault and mount it as an ordinary folder; unmount to lock.",
-        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--idle <duration>] [-f] [-o <option>]",
+        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--idle <duration>] [-f] [-o <option>]",
         arguments: [("<vault>", "The vault directory."), ("<mountpoint>", "An empty directory to mount on.")],
         options: [
             CommonOptions.passphraseFile,
             .init(long: "read-only", short: nil, valueName: nil, help: "Mount read-only."),
+            .init(long: "no-xattrs", short: nil, valueName: nil,
+                  help: "No extended attributes: saves the kernel's attribute query on every write and ls -l (see docs/PERFORMANCE.md)."),
             .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
             .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
             .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
@@ -25,6 +27,7 @@ enum MountCommand {
         let mountpoint = absolute(args.positionals[1])
         var options = MountOptions()
         options.readOnly = args.has("read-only")
+        options.extendedAttributes = !args.has("no-xattrs")
         options.foreground = args.has("foreground")
         options.extra = (args.repeated["option"] ?? []).flatMap { $0.split(separator: ",").map(String.init) }
         if let idle = args.value("idle") {
