@@ -6,6 +6,7 @@ import VaultSystem
 extension UnlockedVault {
     /// Journals every pending record change; with `durable`, syncs blobs and journal first.
     public func commit(durable: Bool) throws {
+        if durable { reaper.drain() }
         let files = meta.withLock { Array(openFiles.values) }
         for f in files { try commitFile(f, durable: false) }
         try meta.withLock {
@@ -25,6 +26,7 @@ extension UnlockedVault {
     /// generation in the keychain, then wipes every key and plaintext cache. Idempotent.
     public func close() throws {
         guard !isClosed else { return }
+        reaper.drain()
         defer { wipeAndRelease() }
         guard !readOnly else { return }
         let files = meta.withLock { Array(openFiles.values) }
@@ -45,6 +47,7 @@ extension UnlockedVault {
 
     /// Drops keys and caches now (also the path taken when persisting failed).
     func wipeAndRelease() {
+        reaper.drain()
         meta.withLock {
             for f in openFiles.values { f.lock.withLock { f.dropCache() } }
             openFiles.removeAll()

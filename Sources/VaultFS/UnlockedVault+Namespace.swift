@@ -140,7 +140,9 @@ extension UnlockedVault {
         }
         changes.append(.putInode(p))
         try commitChanges(changes)
-        if node.kind == .file, state.inodes[node.id] == nil { deleteBlob(node) }
+        if node.kind == .file, state.inodes[node.id] == nil, !node.blobID.isEmpty {
+            reaper.remove([layout.blobPath(node.blobID), layout.thumbnailPath(node.blobID)])
+        }
     }
 
     /// Creates the blob's fan-out directory once per session (not a mkdir per file).

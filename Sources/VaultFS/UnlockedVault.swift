@@ -20,6 +20,8 @@ public final class UnlockedVault {
     var dirtyInodes: Set<UInt64> = []
     /// Wiped one-chunk buffers of closed files, lent to the next files opened.
     var spareCaches: [SecureBytes] = []
+    /// Removes deleted files' blobs off the request path.
+    let reaper = BlobReaper()
     /// Blob fan-out directories known to exist (by first byte of the blob ID).
     var fanOutReady: Set<UInt8> = []
     private var lockFile: VaultLock?

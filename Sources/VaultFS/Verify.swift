@@ -32,6 +32,7 @@ extension UnlockedVault {
     /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
     /// record (truncation and extension). `progress(done, total)` is called as files are checked.
     public func verify(scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
+        reaper.drain()  // deleted files' blobs are gone before the scan for strays
         var report = VerifyReport()
         let (files, paths) = meta.withLock { (state.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, pathsByInode()) }
         var referenced = Set<[UInt8]>()

@@ -3,7 +3,7 @@ import VaultFS
 import VaultFormat
 import VaultSystem
 
-/// The state every FUSE callback reaches through `fuse_get_context()->private_data`: the unlocked vault,
+/// The state every FUSE request reaches through its user data (`fuse_req_userdata`): the unlocked vault,
 /// the time of the last request (for the idle timeout), and what is logged.
 public final class MountedVault {
     public let vault: UnlockedVault

@@ -86,6 +86,21 @@ final class DataPathTests: XCTestCase {
         try v.close()
     }
 
+    /// Deleted files' blobs are removed in the background; by the time the vault is locked (or
+    /// verified) every one is gone and only the kept files' blobs remain.
+    func testDeletedBlobsAreGoneByLockAndVerify() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        for i in 0..<60 { try v.writeFile("/f\(i)", randomBytes(100 + i)) }
+        for i in 0..<50 { try v.unlink(in: Inode.rootID, name: "f\(i)") }
+        let report = v.verify()
+        XCTAssertTrue(report.isIntact)
+        XCTAssertFalse(report.notices.contains { $0.contains("belong to no file") }, "\(report.notices)")
+        for i in 50..<55 { try v.unlink(in: Inode.rootID, name: "f\(i)") }
+        try v.close()
+        XCTAssertEqual(try v.layout.blobIDsOnDisk().count, 5)
+    }
+
     func testNamespaceOperationsAndLinkCounts() throws {
         let tv = try TestVault()
         let v = try tv.open()
