@@ -140,9 +140,7 @@ extension UnlockedVault {
         }
         changes.append(.putInode(p))
         try commitChanges(changes)
-        if node.kind == .file, state.inodes[node.id] == nil, !node.blobID.isEmpty {
-            reaper.remove([layout.blobPath(node.blobID), layout.thumbnailPath(node.blobID)])
-        }
+        if node.kind == .file, state.inodes[node.id] == nil { reaper.remove(blobFiles(of: node)) }
     }
 
     /// Creates the blob's fan-out directory once per session (not a mkdir per file).
@@ -152,10 +150,13 @@ extension UnlockedVault {
         fanOutReady.insert(blobID[0])
     }
 
+    /// The host files that hold a regular file's data: its blob and (if any) its thumbnail.
+    func blobFiles(of node: Inode) -> [String] {
+        node.blobID.isEmpty ? [] : [layout.blobPath(node.blobID), layout.thumbnailPath(node.blobID)]
+    }
+
     func deleteBlob(_ node: Inode) {
-        guard !node.blobID.isEmpty else { return }
-        try? FileSystem.remove(layout.blobPath(node.blobID))
-        try? FileSystem.remove(layout.thumbnailPath(node.blobID))
+        for path in blobFiles(of: node) { try? FileSystem.remove(path) }
     }
 
     /// Moves `name` from `parent` to `newName` in `newParent`, as rename(2) and renameat2(2) do.

@@ -19,14 +19,12 @@ public final class MountedVault {
     /// updates or drops what each of those requests touches, so the answers stay valid.
     static let cacheSeconds: Double = 3600
 
-    /// Whether to ask the kernel for its write-back cache, and whether it agreed (set in init).
-    let writebackCacheWanted: Bool
+    /// Whether the kernel agreed to use its write-back cache (asked for in init unless read-only).
     var writebackCache = false
 
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
-        self.writebackCacheWanted = !readOnly
     }
 
     @inline(__always) func touch() { lastActivity.store(monotonicNow()) }

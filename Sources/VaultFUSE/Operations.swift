@@ -29,9 +29,15 @@ private func nameString(_ name: UnsafePointer<CChar>?) throws -> String {
     return s
 }
 
+/// The object an open or opendir stored in `fh` (nil if none).
+private func stored<T: AnyObject>(_ fi: UnsafeMutablePointer<fuse_file_info>?, as _: T.Type) -> Unmanaged<T>? {
+    guard let fi, fi.pointee.fh != 0 else { return nil }
+    return Unmanaged<T>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!)
+}
+
 private func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) throws -> FileHandle {
-    guard let fi, fi.pointee.fh != 0 else { throw FSError(EBADF) }
-    return Unmanaged<FileHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeUnretainedValue()
+    guard let h = stored(fi, as: FileHandle.self) else { throw FSError(EBADF) }
+    return h.takeUnretainedValue()
 }
 
 private func caller(_ req: fuse_req_t?) -> Caller {
@@ -162,8 +168,8 @@ private final class DirectoryHandle {
 }
 
 private func directoryHandle(_ fi: UnsafeMutablePointer<fuse_file_info>?) throws -> DirectoryHandle {
-    guard let fi, fi.pointee.fh != 0 else { throw FSError(EBADF) }
-    return Unmanaged<DirectoryHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeUnretainedValue()
+    guard let d = stored(fi, as: DirectoryHandle.self) else { throw FSError(EBADF) }
+    return d.takeUnretainedValue()
 }
 
 private let opOpendir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, fi in
@@ -219,9 +225,9 @@ private let opReaddirplus: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, 
 }
 
 private let opReleasedir: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, fi in
-    if let fi, fi.pointee.fh != 0 {
-        Unmanaged<DirectoryHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).release()
-        fi.pointee.fh = 0
+    if let d = stored(fi, as: DirectoryHandle.self) {
+        d.release()
+        fi!.pointee.fh = 0
     }
     ok(req)
 }
@@ -390,10 +396,9 @@ private let opFsync: @convention(c) (fuse_req_t?, fuse_ino_t, Int32, UnsafeMutab
 
 private let opRelease: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, fi in
     serve(req, "release") { mv in
-        if let fi, fi.pointee.fh != 0 {
-            let h = Unmanaged<FileHandle>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh))!).takeRetainedValue()
-            fi.pointee.fh = 0
-            mv.vault.release(h)
+        if let h = stored(fi, as: FileHandle.self) {
+            fi!.pointee.fh = 0
+            mv.vault.release(h.takeRetainedValue())
         }
         ok(req)
     }
@@ -445,7 +450,7 @@ private let opInit: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
     conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
     // The kernel's write-back cache gathers small writes into large ones; it owns file sizes and
     // modification times while it holds dirty pages, which is safe because only this mount writes.
-    if mv.writebackCacheWanted, conn.pointee.capable & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0 {
+    if !mv.readOnly, conn.pointee.capable & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0 {
         conn.pointee.want |= UInt32(FUSE_CAP_WRITEBACK_CACHE)
         mv.writebackCache = true
     }
