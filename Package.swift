@@ -14,6 +14,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        // Reads and writes the FUSE device for libfuse, to negotiate what libfuse 3.14 cannot.
+        .target(name: "CFuseWire"),
 
         // libsecret (Debian's libsecret-1-dev). Its pkg-config adds -pthread, which SwiftPM warns about,
         // so the include paths are given here directly.
@@ -29,7 +31,7 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
-        .target(name: "VaultFUSE", dependencies: ["CFuse", "VaultFS", "VaultFormat", "VaultSystem"]),
+        .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
             dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE"]),

@@ -291,6 +291,25 @@ extension UnlockedVault {
         }
     }
 
+    /// What a write, truncate or chown by someone without CAP_FSETID does to a local file: the
+    /// set-user-ID bit goes, and the set-group-ID bit too when the group may execute the file or the
+    /// caller is outside its group (`callerInGroup` answers that, and only when it matters).
+    /// Returns whether the mode changed.
+    @discardableResult
+    public func dropSetIDBits(_ id: UInt64, callerInGroup: (UInt32) -> Bool) throws -> Bool {
+        try requireWritable()
+        let node = try attributes(id)
+        guard node.kind == .file else { return false }
+        var permissions = node.permissions & ~UInt32(S_ISUID)
+        if permissions & UInt32(S_ISGID) != 0,
+           permissions & UInt32(S_IXGRP) != 0 || !callerInGroup(node.gid) {
+            permissions &= ~UInt32(S_ISGID)
+        }
+        guard permissions != node.permissions else { return false }
+        try setAttributes(id, AttributeChange(permissions: permissions))
+        return true
+    }
+
     // MARK: Extended attributes (user.* only, sealed inside the index)
 
     public func extendedAttribute(_ id: UInt64, name: String) throws -> [UInt8] {

@@ -22,6 +22,9 @@ public final class MountedVault {
     /// Whether the kernel agreed to use its write-back cache (asked for in init unless read-only).
     var writebackCache = false
 
+    /// The libfuse session, for telling the kernel to drop cached attributes.
+    var session: OpaquePointer?
+
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly

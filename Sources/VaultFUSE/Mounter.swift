@@ -1,4 +1,5 @@
 internal import CFuse
+internal import CFuseWire
 import Glibc
 import VaultCrypto
 import VaultFS
@@ -66,6 +67,14 @@ public enum Mounter {
             fuse_session_destroy(session)
             try? vault.close()
             throw Failure.setup("could not mount on \(mountpoint) (is /dev/fuse available, and fusermount3 installed?)")
+        }
+        mounted.session = session
+        var wire = fuse_custom_io()
+        wire.read = vaultaire_wire_read
+        wire.writev = vaultaire_wire_writev
+        guard fuse_session_custom_io(session, &wire, fuse_session_fd(session)) == 0 else {
+            fuse_session_unmount(session); fuse_session_destroy(session); try? vault.close()
+            throw Failure.setup("libfuse refused the device reader")
         }
         onReady()
         fflush(stdout)

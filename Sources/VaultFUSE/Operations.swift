@@ -1,4 +1,5 @@
 internal import CFuse
+internal import CFuseWire
 import Glibc
 import VaultFS
 import VaultFormat
@@ -43,6 +44,31 @@ private func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) throws -> FileH
 private func caller(_ req: fuse_req_t?) -> Caller {
     let ctx = fuse_req_ctx(req)!.pointee
     return Caller(uid: ctx.uid, gid: ctx.gid)
+}
+
+/// Clears set-ID bits when the request asks for it: with FUSE_HANDLE_KILLPRIV_V2 (negotiated in
+/// CFuseWire) the kernel leaves that to the filesystem on write, truncate and chown. A write or open
+/// reply carries no attributes, so the kernel is told to drop the mode it has cached.
+private func dropSetIDBitsIfAsked(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mv: MountedVault, replyCarriesAttributes: Bool = false) throws {
+    guard vaultaire_wire_request_kills_setid() != 0 else { return }
+    let who = caller(req)
+    let changed = try mv.vault.dropSetIDBits(ino) { gid in
+        who.uid == 0 || who.gid == gid || supplementaryGroups(req).contains(gid)
+    }
+    if changed, !replyCarriesAttributes, let session = mv.session {
+        _ = fuse_lowlevel_notify_inval_inode(session, ino, -1, 0)  // negative offset: attributes only
+    }
+}
+
+/// The caller's supplementary groups (libfuse reads them from /proc; only asked in rare cases).
+private func supplementaryGroups(_ req: fuse_req_t?) -> [gid_t] {
+    var groups = [gid_t](repeating: 0, count: 64)
+    let n = fuse_req_getgroups(req, Int32(groups.count), &groups)
+    if n > Int32(groups.count) {
+        groups = [gid_t](repeating: 0, count: Int(n))
+        return Array(groups.prefix(Int(max(0, fuse_req_getgroups(req, n, &groups)))))
+    }
+    return Array(groups.prefix(Int(max(0, n))))
 }
 
 private func timespecFrom(_ ns: Int64) -> timespec {
@@ -143,7 +169,11 @@ private let opSetattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePoi
         if has(FUSE_SET_ATTR_ATIME) { change.accessTime = has(FUSE_SET_ATTR_ATIME_NOW) ? now : nanoseconds(a.st_atim) }
         if has(FUSE_SET_ATTR_MTIME) { change.modificationTime = has(FUSE_SET_ATTR_MTIME_NOW) ? now : nanoseconds(a.st_mtim) }
         let changesMetadata = toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) != 0
-        let node = changesMetadata ? try mv.vault.setAttributes(ino, change) : try mv.vault.attributes(ino)
+        var node = changesMetadata ? try mv.vault.setAttributes(ino, change) : try mv.vault.attributes(ino)
+        if vaultaire_wire_request_kills_setid() != 0 {
+            try dropSetIDBitsIfAsked(req, ino, mv, replyCarriesAttributes: true)
+            node = try mv.vault.attributes(ino)
+        }
         var st = attributes(of: node, mv)
         fuse_reply_attr(req, &st, MountedVault.cacheSeconds)
     }
@@ -339,6 +369,7 @@ private func replyOpened(_ req: fuse_req_t?, _ h: FileHandle, _ fi: UnsafeMutabl
 private let opOpen: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, fi in
     serve(req, "open") { mv in
         let m = accessMode(fi!.pointee.flags)
+        try dropSetIDBitsIfAsked(req, ino, mv)  // open with O_TRUNC
         // With the kernel's write-back cache, the kernel places appends itself and sends their offsets.
         let h = try mv.vault.open(ino, write: m.write, truncate: m.truncate, append: m.append && !mv.writebackCache)
         replyOpened(req, h, fi!, mv)
@@ -373,8 +404,9 @@ private let opRead: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeM
     }
 }
 
-private let opWrite: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, buf, size, offset, fi in
+private let opWrite: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CChar>?, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, ino, buf, size, offset, fi in
     serve(req, "write") { mv in
+        try dropSetIDBitsIfAsked(req, ino, mv)
         let n = try mv.vault.write(try handle(fi), at: Int(offset), from: UnsafeRawBufferPointer(start: buf, count: size))
         fuse_reply_write(req, n)
     }
@@ -448,6 +480,8 @@ private let opInit: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
     conn.pointee.max_read = 1 << 20  // must match the max_read mount option
     conn.pointee.max_readahead = 1 << 20
     conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
+    // Without FUSE_HANDLE_KILLPRIV_V2 (see CFuseWire) the kernel clears set-ID bits itself.
+    conn.pointee.want &= ~UInt32(FUSE_CAP_HANDLE_KILLPRIV)
     // The kernel's write-back cache gathers small writes into large ones; it owns file sizes and
     // modification times while it holds dirty pages, which is safe because only this mount writes.
     if !mv.readOnly, conn.pointee.capable & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0 {

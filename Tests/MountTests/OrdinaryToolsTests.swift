@@ -96,4 +96,34 @@ final class OrdinaryToolsTests: MountTestCase {
         try mv.unmount()
         try mv.verify()
     }
+
+    /// Writing, truncating or chowning a set-user-ID or set-group-ID file clears those bits the way
+    /// ext4 does (the set-group-ID bit when the group may execute or the writer is outside the group;
+    /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.
+    func testSetIDBitsAreClearedOnWriteTruncateAndChown() throws {
+        try mv.mount(["-o", "allow_other"])
+        let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+        try mv.shell("""
+            chmod 755 ..
+            for f in w1 w2 w3 t1 t2 root c1 c2; do echo data > $f; done
+            chmod 4777 w1 t1 t2 root; chmod 2777 w2; chmod 2766 w3; chmod 6775 c1; chmod 4755 c2
+            \(asNobody) sh -c 'echo more >> w1; echo more >> w2; echo more >> w3; truncate -s 1 t1; : > t2'
+            echo more >> root
+            chown 65534 c1; chown :65534 c2
+            """)
+        let expected = ["w1": "777", "w2": "777", "w3": "766", "t1": "777", "t2": "777", "root": "4777", "c1": "775", "c2": "755"]
+        func modes() throws -> [String: String] {
+            let out = try mv.shell("stat -c '%n %a' w1 w2 w3 t1 t2 root c1 c2").stdout
+            return Dictionary(uniqueKeysWithValues: out.split(separator: "\n").map {
+                let f = $0.split(separator: " "); return (String(f[0]), String(f[1]))
+            })
+        }
+        XCTAssertEqual(try modes(), expected)
+        XCTAssertEqual(try mv.shell("cat w1 t1").stdout, "data\nmore\nd")
+        try mv.unmount()
+        try mv.mount()
+        XCTAssertEqual(try modes(), expected, "the cleared modes are stored in the vault")
+        try mv.unmount()
+        try mv.verify()
+    }
 }

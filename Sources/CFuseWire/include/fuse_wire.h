@@ -1,0 +1,22 @@
+#ifndef VAULTAIRE_FUSE_WIRE_H
+#define VAULTAIRE_FUSE_WIRE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+// Read and write the FUSE device on libfuse's behalf (installed with fuse_session_custom_io).
+// libfuse 3.14 cannot negotiate FUSE_HANDLE_KILLPRIV_V2, which spares the kernel a getxattr
+// round trip before writes; these add it to the INIT reply when the kernel offers it, and note
+// which requests ask the filesystem to clear set-user-ID and set-group-ID bits.
+ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata);
+ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userdata);
+
+// 1 once the kernel has accepted FUSE_HANDLE_KILLPRIV_V2 for this mount.
+int vaultaire_wire_killpriv_v2(void);
+
+// 1 if the request being served on this thread (write, truncating setattr or open, chown) asks
+// the filesystem to clear set-ID bits. libfuse serves a request on the thread that read it.
+int vaultaire_wire_request_kills_setid(void);
+
+#endif
