@@ -19,7 +19,8 @@ fi
 swift build -c release >/dev/null 2>&1 || { echo "bench: release build failed"; exit 0; }
 VAULTAIRE="$(swift build -c release --show-bin-path)/vaultaire"
 
-W="$(mktemp -d /tmp/vaultaire-bench.XXXXXX)"
+# BENCH_DIR chooses the host filesystem every target's backing directory lives on (default /tmp).
+W="$(mktemp -d "${BENCH_DIR:-/tmp}/vaultaire-bench.XXXXXX")"
 cleanup() {
   for m in "$W"/*/mnt; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done
   rm -rf "$W"
@@ -115,6 +116,9 @@ run_target() {  # $1 target, $2 run
 }
 
 echo "Vaultaire benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r), runs=$RUNS, seq=${SEQ_MB} MiB, small files=$SMALL"
+dev=$(findmnt -no SOURCE -T "$W"); fstype=$(findmnt -no FSTYPE -T "$W")
+journal=""; [ "$fstype" = ext4 ] && { [ "$(cat /sys/fs/ext4/"$(basename "$dev")"/journal_task 2>/dev/null)" = "<none>" ] && journal=" (no journal)" || journal=" (journaled)"; }
+echo "host filesystem: $fstype$journal on $dev"
 echo "versions: vaultaire $(git rev-parse --short HEAD 2>/dev/null), $(gocryptfs -version 2>/dev/null | head -1 | cut -d';' -f1), securefs $(securefs version 2>/dev/null | head -1 | awk '{print $NF}'), $(cryfs --version 2>/dev/null | head -1), libfuse $(pkg-config --modversion fuse3)"
 # Each run starts the list one target later, so no target always follows the same neighbour.
 rotated() {  # $1 = run number
