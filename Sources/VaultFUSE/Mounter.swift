@@ -9,8 +9,8 @@ import VaultSystem
 public struct MountOptions {
     public var readOnly = false
     /// Serve user.* extended attributes. Without them the kernel learns at the first query that there
-    /// are none and stops asking (it asks for security.capability on every write, security.selinux on
-    /// every `ls -l`).
+    /// are none and stops asking (it asks for security.capability at a file's first write and at
+    /// chown; `ls -l` asks for security.selinux and an ACL per entry).
     public var extendedAttributes = true
     public var foreground = false
     /// Unmount after this many seconds without a request.
