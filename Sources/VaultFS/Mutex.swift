@@ -14,3 +14,25 @@ final class Mutex: @unchecked Sendable {
         return try body()
     }
 }
+
+/// A pthread read-write lock: `withLock` is exclusive, `withSharedLock` lets readers run together.
+final class ReadWriteLock: @unchecked Sendable {
+    private var l = pthread_rwlock_t()
+
+    init() { pthread_rwlock_init(&l, nil) }
+    deinit { pthread_rwlock_destroy(&l) }
+
+    @inline(__always)
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_rwlock_wrlock(&l)
+        defer { pthread_rwlock_unlock(&l) }
+        return try body()
+    }
+
+    @inline(__always)
+    func withSharedLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_rwlock_rdlock(&l)
+        defer { pthread_rwlock_unlock(&l) }
+        return try body()
+    }
+}

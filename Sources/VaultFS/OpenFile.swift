@@ -8,11 +8,12 @@ import VaultFormat
 /// Invariants between operations, which make every chunk's final flag right:
 /// every chunk on disk below the last is sealed non-final, and the last chunk is sealed final —
 /// except the chunk held dirty in the cache, which is sealed with the right flag when written back.
-/// Callers hold `lock` around every method.
+/// Callers hold `lock` (exclusively) around every method, except `readWholeChunksShared`, which
+/// needs it shared.
 final class OpenFile {
     let id: UInt64
     let blob: FileBlob
-    let lock = Mutex()
+    let lock = ReadWriteLock()
     let chunkSize: Int
     var size: Int
     var handles = 0
@@ -142,6 +143,34 @@ final class OpenFile {
                 }
             }
             done += take
+        }
+        return length
+    }
+
+    /// The read path that needs only the shared lock: whole chunks that are on disk and not in the
+    /// cache, decrypted straight into `buffer` with this call's own scratch space, so that the kernel's
+    /// parallel read-ahead requests decrypt on several cores. Returns nil when the request needs
+    /// anything more (a partial chunk, the cache, a damaged chunk): the caller then takes the
+    /// exclusive lock and reads the ordinary way.
+    func readWholeChunksShared(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        guard offset < size, buffer.count > 0, offset % chunkSize == 0 else { return nil }
+        let length = min(buffer.count, size - offset)
+        guard length % chunkSize == 0 else { return nil }
+        let first = offset / chunkSize, count = length / chunkSize
+        guard first + count <= onDisk, !(cacheIndex >= first && cacheIndex < first + count) else { return nil }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count, maximumRun) * blob.slotSize, alignment: 16)
+        defer { scratch.deallocate() }  // ciphertext only
+        var done = 0
+        while done < count {
+            let run = min(maximumRun, count - done)
+            do {
+                try blob.readChunks(from: first + done, count: run, finalIndex: chunkCount - 1,
+                                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[done * chunkSize..<(done + run) * chunkSize]),
+                                    scratch: scratch)
+            } catch {
+                return nil
+            }
+            done += run
         }
         return length
     }

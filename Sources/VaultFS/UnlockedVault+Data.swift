@@ -76,6 +76,7 @@ extension UnlockedVault {
 
     public func read(_ handle: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let f = handle.file
+        if let n = f.lock.withSharedLock({ f.readWholeChunksShared(at: offset, into: buffer) }) { return n }
         return try f.lock.withLock {
             do { return try f.read(at: offset, into: buffer) } catch let e as FormatError {
                 throw FSError(EIO, "file \(f.id): \(e)")

@@ -154,4 +154,56 @@ final class DataPathTests: XCTestCase {
         XCTAssertThrowsError(try v.thumbnail(b.id))
         try v.close()
     }
+
+    /// Aligned whole-chunk reads run under a shared lock, beside a writer that keeps rewriting and
+    /// growing the file: every chunk a reader gets is one the writer wrote whole (all one byte value,
+    /// the current or an earlier version), never an error, never a mix.
+    func testSharedLockReadsBesideAWriterSeeWholeChunks() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        let chunk = 4096, chunks = 256
+        let (parent, name) = try v.resolveParent("/shared.bin")
+        let h = try v.create(in: parent, name: name, permissions: 0o600, caller: .current)
+        let first = [UInt8](repeating: 1, count: chunks * chunk)
+        _ = try first.withUnsafeBytes { try v.write(h, at: 0, from: $0) }
+        try v.fsync(h)  // on disk, out of the cache: the shared path applies
+        let failures = Locked<[String]>([])
+        let stop = Locked(false)
+        let readers = (0..<4).map { r in
+            Thread {
+                var buffer = [UInt8](repeating: 0, count: 64 * chunk)
+                var rounds = 0
+                while !stop.withLock({ $0 }) || rounds < 50 {
+                    rounds += 1
+                    let offset = Int.random(in: 0..<(chunks - 64)) * chunk
+                    do {
+                        let n = try buffer.withUnsafeMutableBytes { try v.read(h, at: offset, into: $0) }
+                        for c in 0..<(n / chunk) {
+                            let piece = buffer[c * chunk..<(c + 1) * chunk]
+                            let value = piece.first!
+                            if value == 0 || piece.contains(where: { $0 != value }) {
+                                failures.withLock { $0.append("reader \(r): chunk \(offset / chunk + c) mixed or empty") }
+                                return
+                            }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("reader \(r): \(error)") }
+                        return
+                    }
+                }
+            }
+        }
+        readers.forEach { $0.start() }
+        for version in 2...60 {
+            let k = Int.random(in: 0..<chunks - 8)
+            let data = [UInt8](repeating: UInt8(version), count: 8 * chunk)
+            _ = try data.withUnsafeBytes { try v.write(h, at: k * chunk, from: $0) }
+            if version % 3 == 0 { try v.fsync(h) }
+        }
+        stop.withLock { $0 = true }
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        v.release(h)
+        try v.close()
+    }
 }
