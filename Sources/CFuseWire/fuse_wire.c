@@ -66,6 +66,4 @@ ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userda
     return writev(fd, iov, count);
 }
 
-int vaultaire_wire_killpriv_v2(void) { return killpriv_v2_accepted; }
-
 int vaultaire_wire_request_kills_setid(void) { return request_kills_setid; }

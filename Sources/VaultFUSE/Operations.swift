@@ -48,9 +48,11 @@ private func caller(_ req: fuse_req_t?) -> Caller {
 
 /// Clears set-ID bits when the request asks for it: with FUSE_HANDLE_KILLPRIV_V2 (negotiated in
 /// CFuseWire) the kernel leaves that to the filesystem on write, truncate and chown. A write or open
-/// reply carries no attributes, so the kernel is told to drop the mode it has cached.
-private func dropSetIDBitsIfAsked(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mv: MountedVault, replyCarriesAttributes: Bool = false) throws {
-    guard vaultaire_wire_request_kills_setid() != 0 else { return }
+/// reply carries no attributes, so the kernel is told to drop the mode it has cached. Returns whether
+/// the mode changed.
+@discardableResult
+private func dropSetIDBitsIfAsked(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mv: MountedVault, replyCarriesAttributes: Bool = false) throws -> Bool {
+    guard vaultaire_wire_request_kills_setid() != 0 else { return false }
     let who = caller(req)
     let changed = try mv.vault.dropSetIDBits(ino) { gid in
         who.uid == 0 || who.gid == gid || supplementaryGroups(req).contains(gid)
@@ -58,15 +60,16 @@ private func dropSetIDBitsIfAsked(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mv: M
     if changed, !replyCarriesAttributes, let session = mv.session {
         _ = fuse_lowlevel_notify_inval_inode(session, ino, -1, 0)  // negative offset: attributes only
     }
+    return changed
 }
 
 /// The caller's supplementary groups (libfuse reads them from /proc; only asked in rare cases).
 private func supplementaryGroups(_ req: fuse_req_t?) -> [gid_t] {
     var groups = [gid_t](repeating: 0, count: 64)
-    let n = fuse_req_getgroups(req, Int32(groups.count), &groups)
-    if n > Int32(groups.count) {
+    var n = fuse_req_getgroups(req, Int32(groups.count), &groups)
+    if n > Int32(groups.count) {  // more than fit: ask again with room for all
         groups = [gid_t](repeating: 0, count: Int(n))
-        return Array(groups.prefix(Int(max(0, fuse_req_getgroups(req, n, &groups)))))
+        n = fuse_req_getgroups(req, n, &groups)
     }
     return Array(groups.prefix(Int(max(0, n))))
 }
@@ -170,10 +173,7 @@ private let opSetattr: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafeMutablePoi
         if has(FUSE_SET_ATTR_MTIME) { change.modificationTime = has(FUSE_SET_ATTR_MTIME_NOW) ? now : nanoseconds(a.st_mtim) }
         let changesMetadata = toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) != 0
         var node = changesMetadata ? try mv.vault.setAttributes(ino, change) : try mv.vault.attributes(ino)
-        if vaultaire_wire_request_kills_setid() != 0 {
-            try dropSetIDBitsIfAsked(req, ino, mv, replyCarriesAttributes: true)
-            node = try mv.vault.attributes(ino)
-        }
+        if try dropSetIDBitsIfAsked(req, ino, mv, replyCarriesAttributes: true) { node = try mv.vault.attributes(ino) }
         var st = attributes(of: node, mv)
         fuse_reply_attr(req, &st, MountedVault.cacheSeconds)
     }

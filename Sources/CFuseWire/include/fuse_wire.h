@@ -12,9 +12,6 @@
 ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata);
 ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userdata);
 
-// 1 once the kernel has accepted FUSE_HANDLE_KILLPRIV_V2 for this mount.
-int vaultaire_wire_killpriv_v2(void);
-
 // 1 if the request being served on this thread (write, truncating setattr or open, chown) asks
 // the filesystem to clear set-ID bits. libfuse serves a request on the thread that read it.
 int vaultaire_wire_request_kills_setid(void);
