@@ -312,8 +312,16 @@ extension UnlockedVault {
 
     // MARK: Extended attributes (user.* only, sealed inside the index)
 
+    /// Other namespaces are refused with ENOTSUP for reading too, not answered "no such attribute":
+    /// the vault keeps no ACLs, labels or capabilities, and tools (`ls -l`, the kernel's ACL code)
+    /// stop asking a filesystem that says so, where "none here" is asked again for every file.
+    private func requireUserNamespace(_ name: String) throws {
+        guard name.hasPrefix("user.") else { throw FSError(ENOTSUP) }
+    }
+
     public func extendedAttribute(_ id: UInt64, name: String) throws -> [UInt8] {
-        try meta.withLock {
+        try requireUserNamespace(name)
+        return try meta.withLock {
             guard let v = try record(id).extendedAttributes[name] else { throw FSError(ENODATA) }
             return v
         }
@@ -325,7 +333,7 @@ extension UnlockedVault {
 
     public func setExtendedAttribute(_ id: UInt64, name: String, value: [UInt8], create: Bool, replace: Bool) throws {
         try requireWritable()
-        guard name.hasPrefix("user.") else { throw FSError(ENOTSUP) }
+        try requireUserNamespace(name)
         guard name.utf8.count <= 255 else { throw FSError(ERANGE) }
         guard value.count <= 64 * 1024 else { throw FSError(E2BIG) }
         try meta.withLock {
@@ -342,6 +350,7 @@ extension UnlockedVault {
 
     public func removeExtendedAttribute(_ id: UInt64, name: String) throws {
         try requireWritable()
+        try requireUserNamespace(name)
         try meta.withLock {
             var node = try record(id)
             guard node.extendedAttributes[name] != nil else { throw FSError(ENODATA) }
