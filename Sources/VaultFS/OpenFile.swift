@@ -87,7 +87,21 @@ final class OpenFile {
         }
     }
 
-    private func writeRun(_ first: Int, count: Int, from data: UnsafeRawBufferPointer) throws {
+    private func writeRun(_ first: Int, count: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks? = nil) throws {
+        if let sealed = presealed, first >= sealed.first, first + count <= sealed.first + sealed.count {
+            let slots = UnsafeMutableRawBufferPointer(rebasing: sealed.slots[(first - sealed.first) * blob.slotSize..<(first - sealed.first + count) * blob.slotSize])
+            let last = chunkCount - 1
+            if last >= first && last < first + count {
+                // Sealed non-final ahead of time; the file's last chunk must say it is the last.
+                let k = last - first
+                try blob.sealChunks(from: last, count: 1, finalIndex: last,
+                                    from: UnsafeRawBufferPointer(rebasing: data[k * chunkSize..<(k + 1) * chunkSize]),
+                                    into: UnsafeMutableRawBufferPointer(rebasing: slots[k * blob.slotSize..<(k + 1) * blob.slotSize]))
+            }
+            try blob.writeSealedChunks(from: first, count: count, slots: UnsafeRawBufferPointer(slots))
+            onDisk = max(onDisk, first + count)
+            return
+        }
         if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
         try runSlots.withUnsafeMutableBytes { s in
             try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
@@ -175,12 +189,33 @@ final class OpenFile {
         return length
     }
 
+    /// Seals the whole chunks inside a write of `data` at `offset` before the caller takes the lock,
+    /// so that the kernel's concurrent write-back requests encrypt on several cores; `write` then only
+    /// stores them (resealing the one that ends up last, which must carry the final flag). Needs no
+    /// lock: sealing reads only the blob's fixed key and ID, and every seal draws a fresh nonce, so a
+    /// sealed run that goes unused costs nothing but the work. Nil when there are too few chunks.
+    func presealWholeChunks(at offset: Int, from data: UnsafeRawBufferPointer) throws -> PresealedChunks? {
+        let first = (offset + chunkSize - 1) / chunkSize
+        let end = (offset + data.count) / chunkSize
+        guard end - first >= 2 else { return nil }
+        let sealed = PresealedChunks(first: first, count: end - first, slotSize: blob.slotSize)
+        do {
+            try blob.sealChunks(from: first, count: sealed.count, finalIndex: -1,
+                                from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
+                                into: sealed.slots)
+        } catch {
+            sealed.release()
+            throw error
+        }
+        return sealed
+    }
+
     /// Writes `data` at `offset`, growing the file (gaps read as zeros).
-    func write(at offset: Int, from data: UnsafeRawBufferPointer) throws {
+    func write(at offset: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks? = nil) throws {
         guard data.count > 0 else { return }
         let oldSize = size
         do {
-            try writeUnchecked(at: offset, from: data)
+            try writeUnchecked(at: offset, from: data, presealed: presealed)
         } catch {
             // A failed write (ENOSPC, EIO) must not leave the size claiming chunks that never reached disk.
             if size > oldSize {
@@ -195,7 +230,7 @@ final class OpenFile {
         }
     }
 
-    private func writeUnchecked(at offset: Int, from data: UnsafeRawBufferPointer) throws {
+    private func writeUnchecked(at offset: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks?) throws {
         let end = offset + data.count
         if end > size { try grow(to: end, firstWrittenChunk: offset / chunkSize) }
         modifiedSinceCommit = true
@@ -209,7 +244,8 @@ final class OpenFile {
                 var run = 1
                 while run < maximumRun && done + (run + 1) * chunkSize <= data.count { run += 1 }
                 if cacheIndex >= index && cacheIndex < index + run { cacheIndex = -1; cacheDirty = false }
-                try writeRun(index, count: run, from: UnsafeRawBufferPointer(rebasing: data[done..<done + run * chunkSize]))
+                try writeRun(index, count: run, from: UnsafeRawBufferPointer(rebasing: data[done..<done + run * chunkSize]),
+                             presealed: presealed)
                 done += run * chunkSize
                 continue
             } else {
@@ -279,4 +315,19 @@ final class OpenFile {
         cacheIndex = -1
         cacheDirty = false
     }
+}
+
+/// Chunks sealed ahead of a write, in slots laid out as on disk (ciphertext only, so plain memory).
+final class PresealedChunks {
+    let first: Int
+    let count: Int
+    let slots: UnsafeMutableRawBufferPointer
+
+    init(first: Int, count: Int, slotSize: Int) {
+        self.first = first
+        self.count = count
+        self.slots = UnsafeMutableRawBufferPointer.allocate(byteCount: count * slotSize, alignment: 16)
+    }
+
+    func release() { slots.deallocate() }
 }

@@ -89,10 +89,14 @@ extension UnlockedVault {
         guard handle.writable else { throw FSError(EBADF) }
         let f = handle.file
         let now = nowNanoseconds()
+        // Large writes at a known offset seal outside the lock, so concurrent ones use every core.
+        let presealed = handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize ? nil
+            : try f.presealWholeChunks(at: offset, from: data)
+        defer { presealed?.release() }
         try f.lock.withLock {
             let position = handle.append ? f.size : offset
             guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
-            do { try f.write(at: position, from: data) } catch let e as FormatError {
+            do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
                 throw FSError(EIO, "file \(f.id): \(e)")
             }
             let size = f.size

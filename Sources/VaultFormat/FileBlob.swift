@@ -190,13 +190,21 @@ public final class FileBlob {
     /// Seals `count` consecutive chunks (each with a fresh random nonce) and writes them with one pwrite.
     public func writeChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
                             scratch: UnsafeMutableRawBufferPointer) throws {
-        precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
+        try sealChunks(from: first, count: count, finalIndex: finalIndex, from: plaintext, into: scratch)
+        try writeSealedChunks(from: first, count: count, slots: UnsafeRawBufferPointer(scratch))
+    }
+
+    /// Seals `count` consecutive chunks into slots (nonce ‖ ciphertext ‖ tag), each with a fresh random
+    /// nonce, touching nothing on disk. Needs no lock: it reads only the blob's fixed key and ID.
+    public func sealChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
+                           into slots: UnsafeMutableRawBufferPointer) throws {
+        precondition(plaintext.count == count * chunkSize && slots.count >= count * slotSize)
         // All the run's nonces from one call to the generator (each call has a fixed cost).
         var nonces = [UInt8](repeating: 0, count: count * 12)
         try nonces.withUnsafeMutableBytes { try SecureRandom.fill($0) }
         for k in 0..<count {
             let index = first + k
-            let slot = UnsafeMutableRawBufferPointer(rebasing: scratch[k * slotSize..<(k + 1) * slotSize])
+            let slot = UnsafeMutableRawBufferPointer(rebasing: slots[k * slotSize..<(k + 1) * slotSize])
             nonces.withUnsafeBytes { _ = memcpy(slot.baseAddress!, $0.baseAddress! + k * 12, 12) }
             var aad = chunkAAD(index, final: index == finalIndex)
             try withUnsafeBytes(of: &aad) { a in
@@ -206,7 +214,12 @@ public final class FileBlob {
                                                into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
             }
         }
-        try fd.write(UnsafeRawBufferPointer(rebasing: scratch[0..<count * slotSize]), at: offset(ofChunk: first))
+    }
+
+    /// Writes slots sealed by `sealChunks` in place of chunks `first ..< first + count`, with one pwrite.
+    public func writeSealedChunks(from first: Int, count: Int, slots: UnsafeRawBufferPointer) throws {
+        precondition(slots.count >= count * slotSize)
+        try fd.write(UnsafeRawBufferPointer(rebasing: slots[0..<count * slotSize]), at: offset(ofChunk: first))
     }
 
     /// Cuts the stream to `chunks` slots.
