@@ -1,10 +1,15 @@
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include "system_shims.h"
 
 int vaultaire_syncfs(int fd) { return syncfs(fd); }
+
+int vaultaire_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
 
 int vaultaire_disable_core_dumps(void) {
     struct rlimit none = {0, 0};

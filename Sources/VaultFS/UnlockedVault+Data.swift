@@ -104,6 +104,11 @@ extension UnlockedVault {
                 touchInMemory(f.id) { $0.size = UInt64(size); $0.modificationTime = now; $0.changeTime = now }
             }
         }
+        // A streaming write (the kernel sends them 1 MiB at a time): let the disk start on it now
+        // rather than all at the final fsync, so that encrypting and writing out overlap.
+        if let run = presealed, run.count * f.chunkSize >= 128 * 1024 {
+            f.blob.startWriteback(fromChunk: run.first, count: run.count)
+        }
         return data.count
     }
 

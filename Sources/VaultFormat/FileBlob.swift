@@ -222,6 +222,11 @@ public final class FileBlob {
         try fd.write(UnsafeRawBufferPointer(rebasing: slots[0..<count * slotSize]), at: offset(ofChunk: first))
     }
 
+    /// Starts writing chunks `first ..< first + count` to disk without waiting (see `FileDescriptor`).
+    public func startWriteback(fromChunk first: Int, count: Int) {
+        fd.startWriteback(offset: offset(ofChunk: first), length: count * slotSize)
+    }
+
     /// Cuts the stream to `chunks` slots.
     public func truncate(toChunks chunks: Int) throws {
         try fd.truncate(to: offset(ofChunk: chunks))

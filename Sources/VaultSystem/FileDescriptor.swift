@@ -1,4 +1,5 @@
 import Glibc
+internal import CSystemShims
 
 /// An owned file descriptor, closed on release. Wraps each call once, with EINTR retried.
 public final class FileDescriptor: @unchecked Sendable {
@@ -86,5 +87,12 @@ public final class FileDescriptor: @unchecked Sendable {
 
     public func dataSync() throws {
         try retryingEINTR("fdatasync", path: path) { fdatasync(rawValue) }
+    }
+
+    /// Asks the kernel to start writing `length` bytes at `offset` to disk, without waiting. Streaming
+    /// writers call it so that the disk works while they produce the rest, instead of all at the
+    /// final fsync. Advisory: a failure here changes nothing, so it is ignored.
+    public func startWriteback(offset: Int, length: Int) {
+        _ = vaultaire_start_writeback(rawValue, Int64(offset), Int64(length))
     }
 }

@@ -3,6 +3,8 @@
 
 /// syncfs(2), hidden from Swift behind _GNU_SOURCE.
 int vaultaire_syncfs(int fd);
+/// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writing a range to disk without waiting for it.
+int vaultaire_start_writeback(int fd, long long offset, long long length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps, no ptrace by same-uid processes. prctl is variadic.
 int vaultaire_disable_core_dumps(void);
 
