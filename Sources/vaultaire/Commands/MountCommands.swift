@@ -14,7 +14,7 @@ enum MountCommand {
             CommonOptions.passphraseFile,
             .init(long: "read-only", short: nil, valueName: nil, help: "Mount read-only."),
             .init(long: "no-xattrs", short: nil, valueName: nil,
-                  help: "No extended attributes: saves the kernel's attribute query on every write and ls -l (see docs/PERFORMANCE.md)."),
+                  help: "No extended attributes: saves the kernel's security.capability query on each new file's first write and on chown (see docs/PERFORMANCE.md)."),
             .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
             .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
             .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
