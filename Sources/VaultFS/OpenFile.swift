@@ -199,14 +199,9 @@ final class OpenFile {
         let end = (offset + data.count) / chunkSize
         guard end - first >= 2 else { return nil }
         let sealed = PresealedChunks(first: first, count: end - first, slotSize: blob.slotSize)
-        do {
-            try blob.sealChunks(from: first, count: sealed.count, finalIndex: -1,
-                                from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
-                                into: sealed.slots)
-        } catch {
-            sealed.release()
-            throw error
-        }
+        try blob.sealChunks(from: first, count: sealed.count, finalIndex: -1,
+                            from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
+                            into: sealed.slots)
         return sealed
     }
 
@@ -329,5 +324,5 @@ final class PresealedChunks {
         self.slots = UnsafeMutableRawBufferPointer.allocate(byteCount: count * slotSize, alignment: 16)
     }
 
-    func release() { slots.deallocate() }
+    deinit { slots.deallocate() }
 }

@@ -92,7 +92,6 @@ extension UnlockedVault {
         // Large writes at a known offset seal outside the lock, so concurrent ones use every core.
         let presealed = handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize ? nil
             : try f.presealWholeChunks(at: offset, from: data)
-        defer { presealed?.release() }
         try f.lock.withLock {
             let position = handle.append ? f.size : offset
             guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
