@@ -88,8 +88,7 @@ final class OpenFile {
     }
 
     private func writeRun(_ first: Int, count: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks? = nil) throws {
-        if let sealed = presealed, first >= sealed.first, first + count <= sealed.first + sealed.count {
-            let slots = UnsafeMutableRawBufferPointer(rebasing: sealed.slots[(first - sealed.first) * blob.slotSize..<(first - sealed.first + count) * blob.slotSize])
+        if let slots = presealed?.slots(first, count: count) {
             let last = chunkCount - 1
             if last >= first && last < first + count {
                 // Sealed non-final ahead of time; the file's last chunk must say it is the last.
@@ -99,12 +98,11 @@ final class OpenFile {
                                     into: UnsafeMutableRawBufferPointer(rebasing: slots[k * blob.slotSize..<(k + 1) * blob.slotSize]))
             }
             try blob.writeSealedChunks(from: first, count: count, slots: UnsafeRawBufferPointer(slots))
-            onDisk = max(onDisk, first + count)
-            return
-        }
-        if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
-        try runSlots.withUnsafeMutableBytes { s in
-            try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
+        } else {
+            if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
+            try runSlots.withUnsafeMutableBytes { s in
+                try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
+            }
         }
         onDisk = max(onDisk, first + count)
     }
@@ -201,7 +199,7 @@ final class OpenFile {
         let sealed = PresealedChunks(first: first, count: end - first, slotSize: blob.slotSize)
         try blob.sealChunks(from: first, count: sealed.count, finalIndex: -1,
                             from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
-                            into: sealed.slots)
+                            into: sealed.all)
         return sealed
     }
 
@@ -316,13 +314,21 @@ final class OpenFile {
 final class PresealedChunks {
     let first: Int
     let count: Int
-    let slots: UnsafeMutableRawBufferPointer
+    let slotSize: Int
+    let all: UnsafeMutableRawBufferPointer
 
     init(first: Int, count: Int, slotSize: Int) {
         self.first = first
         self.count = count
-        self.slots = UnsafeMutableRawBufferPointer.allocate(byteCount: count * slotSize, alignment: 16)
+        self.slotSize = slotSize
+        self.all = UnsafeMutableRawBufferPointer.allocate(byteCount: count * slotSize, alignment: 16)
     }
 
-    deinit { slots.deallocate() }
+    deinit { all.deallocate() }
+
+    /// The slots of chunks `from ..< from + count`, or nil when they were not all sealed ahead.
+    func slots(_ from: Int, count n: Int) -> UnsafeMutableRawBufferPointer? {
+        guard from >= first, from + n <= first + count else { return nil }
+        return UnsafeMutableRawBufferPointer(rebasing: all[(from - first) * slotSize..<(from - first + n) * slotSize])
+    }
 }
