@@ -7,30 +7,52 @@ import VaultSystem
 /// never read again, and one a crash leaves behind is reported by `verify` as belonging to no file.
 /// `drain()` waits until everything queued is gone; locking the vault drains.
 final class BlobReaper: @unchecked Sendable {
+    /// `rm -rf` queues one blob per request, a few tens of microseconds apart. The thread collects
+    /// them for `gather` (or until `batchSize` wait) instead of waking per blob, and ends after
+    /// `linger` without work; a thread or a wake-up per blob cost more than the removal itself.
+    private let gather: timespec
+    private let linger: timespec
+    private let batchSize: Int
+
     private var pending: [String] = []
     private var working = false
-    private var started = false
+    private var threadRunning = false
+    private var drainers = 0
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let arrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let emptied = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    init(gatherMilliseconds: Int = 20, lingerMilliseconds: Int = 1000, batchSize: Int = 256) {
+        gather = BlobReaper.duration(milliseconds: gatherMilliseconds)
+        linger = BlobReaper.duration(milliseconds: lingerMilliseconds)
+        self.batchSize = batchSize
         pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(arrived, &attributes)
+        pthread_condattr_destroy(&attributes)
         pthread_cond_init(emptied, nil)
     }
 
     deinit {
         pthread_cond_destroy(emptied)
+        pthread_cond_destroy(arrived)
         pthread_mutex_destroy(mutex)
         emptied.deallocate()
+        arrived.deallocate()
         mutex.deallocate()
     }
 
     /// Queues files for removal.
     func remove(_ paths: [String]) {
+        guard !paths.isEmpty else { return }
         pthread_mutex_lock(mutex)
         pending += paths
-        if !started {
-            started = true
+        if threadRunning {
+            if pending.count >= batchSize { pthread_cond_signal(arrived) }
+        } else {
+            threadRunning = true
             startThread()
         }
         pthread_mutex_unlock(mutex)
@@ -39,11 +61,14 @@ final class BlobReaper: @unchecked Sendable {
     /// Returns once every queued file has been removed.
     func drain() {
         pthread_mutex_lock(mutex)
+        drainers += 1
+        pthread_cond_signal(arrived)
         while !pending.isEmpty || working { pthread_cond_wait(emptied, mutex) }
+        drainers -= 1
         pthread_mutex_unlock(mutex)
     }
 
-    // A thread runs while there is work and ends when the queue is empty; the next removal starts another.
+    // The thread holds the reaper until it ends: after `linger` without new work.
     private func startThread() {
         var thread = pthread_t()
         let raw = Unmanaged.passRetained(self).toOpaque()
@@ -56,7 +81,14 @@ final class BlobReaper: @unchecked Sendable {
 
     private func run() {
         pthread_mutex_lock(mutex)
-        while !pending.isEmpty {
+        while true {
+            if pending.isEmpty {
+                pthread_cond_broadcast(emptied)
+                wait(upTo: linger) { !$0.pending.isEmpty }
+                if pending.isEmpty { break }
+            }
+            // More removals usually follow the first: collect them before waking the host filesystem.
+            wait(upTo: gather) { $0.pending.count >= batchSize || $0.drainers > 0 }
             let batch = pending
             pending = []
             working = true
@@ -65,8 +97,30 @@ final class BlobReaper: @unchecked Sendable {
             pthread_mutex_lock(mutex)
             working = false
         }
-        started = false
-        pthread_cond_broadcast(emptied)
+        threadRunning = false
         pthread_mutex_unlock(mutex)
+    }
+
+    private static func duration(milliseconds: Int) -> timespec {
+        timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    }
+
+    /// Whether the removal thread is alive (for tests).
+    var isRunning: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return threadRunning
+    }
+
+    /// Waits on `arrived` (mutex held) until `done` holds or `limit` has passed.
+    private func wait(upTo limit: timespec, until done: (BlobReaper) -> Bool) {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        deadline.tv_sec += limit.tv_sec
+        deadline.tv_nsec += limit.tv_nsec
+        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+        while !done(self) {
+            if pthread_cond_timedwait(arrived, mutex, &deadline) == ETIMEDOUT { return }
+        }
     }
 }
