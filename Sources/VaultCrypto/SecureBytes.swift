@@ -11,12 +11,23 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
     private let storage: UnsafeMutableRawPointer
     private let capacity: Int
     private let locked: Bool
+    /// Small secrets share locked pages (see SecretSlab); larger ones get pages of their own.
+    private let fromSlab: Bool
 
     /// A zero-filled secret of `count` bytes.
     public init(count: Int) {
         precondition(count >= 0)
+        self.count = count
+        if count <= SecretSlab.slotSize {
+            let slot = SecretSlab.shared.take()
+            storage = slot.pointer
+            capacity = SecretSlab.slotSize
+            locked = slot.locked
+            fromSlab = true
+            return
+        }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let capacity = max(page, (count + page - 1) / page * page)
+        let capacity = (count + page - 1) / page * page
         var raw: UnsafeMutableRawPointer?
         guard posix_memalign(&raw, page, capacity) == 0, let raw else {
             fatalError("out of memory allocating secure storage")
@@ -27,7 +38,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
         _ = madvise(raw, capacity, MADV_DONTDUMP)
         self.storage = raw
         self.capacity = capacity
-        self.count = count
+        self.fromSlab = false
         SecureBytes.registry.withLock { $0[raw] = capacity }
     }
 
@@ -40,7 +51,11 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
         registry.withLock { entries in
             for (p, c) in entries { _ = mlock(p, c) }
         }
+        SecretSlab.shared.relockAll()
     }
+
+    /// Whether the pages holding this secret are locked in memory (for tests).
+    var isLocked: Bool { locked }
 
     /// A secret holding a copy of `bytes`.
     public convenience init<Bytes: Collection>(copying bytes: Bytes) where Bytes.Element == UInt8 {
@@ -57,8 +72,12 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
     }
 
     deinit {
-        SecureBytes.registry.withLock { $0[storage] = nil }
         OPENSSL_cleanse(storage, capacity)
+        if fromSlab {
+            SecretSlab.shared.give(back: SecretSlab.Slot(pointer: storage, locked: locked))
+            return
+        }
+        SecureBytes.registry.withLock { $0[storage] = nil }
         if locked { munlock(storage, capacity) }
         free(storage)
     }

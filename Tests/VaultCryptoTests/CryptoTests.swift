@@ -146,6 +146,35 @@ final class SecureBytesTests: XCTestCase {
         XCTAssertTrue(a.constantTimeEquals([0, 0, 0, 0]))
     }
 
+    /// Locked memory in use by this process, from /proc/self/status (kB).
+    private func lockedKilobytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+
+    /// Keys share locked pages (5,000 keys in well under a megabyte of locked memory, not a page
+    /// each), each in its own slot, and a reused slot starts zeroed.
+    func testSmallSecretsShareLockedPagesAndComeBackZeroed() throws {
+        let before = try lockedKilobytes()
+        var keys = try (0..<5000).map { _ in try SecureBytes(randomCount: 32) }
+        let grew = try lockedKilobytes() - before
+        XCTAssertGreaterThanOrEqual(before, 0)
+        XCTAssertLessThan(grew, 1024, "5,000 keys locked \(grew) kB (a page each would be 20,000 kB)")
+        if geteuid() == 0 { XCTAssertTrue(keys.allSatisfy(\.isLocked)) }
+        let starts = keys.map { key in key.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!) } }.sorted()
+        for (a, b) in zip(starts, starts.dropFirst()) { XCTAssertGreaterThanOrEqual(b - a, 32, "two keys overlap") }
+        XCTAssertEqual(Set(keys.map { $0.withUnsafeBytes { Array($0) } }).count, 5000)
+        keys.removeLast(2500)
+        for _ in 0..<2500 {
+            let fresh = SecureBytes(count: 32)
+            XCTAssertTrue(fresh.constantTimeEquals([UInt8](repeating: 0, count: 32)), "a reused slot kept old bytes")
+        }
+        let large = try SecureBytes(randomCount: 4096)
+        if geteuid() == 0 { XCTAssertTrue(large.isLocked) }
+        XCTAssertEqual(keys.count, 2500)
+    }
+
     func testRandomKeysAndNoncesDiffer() throws {
         var seen = Set<[UInt8]>()
         for _ in 0..<1000 { seen.insert(try SecureRandom.bytes(12)) }
