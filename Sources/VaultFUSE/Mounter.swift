@@ -41,7 +41,7 @@ public enum Mounter {
                              onReady: () -> Void) throws {
         let mounted = MountedVault(vault: vault, readOnly: options.readOnly)
         let source = vault.layout.root.replacingOccurrences(of: ",", with: "\\,")
-        var fuseOptions = ["fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=1048576"]
+        var fuseOptions = ["fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=\(ReplyBuffers.capacity)"]
         if options.readOnly { fuseOptions.append("ro") }
         fuseOptions += options.extra
         let argv = ["vaultaire", "-o", fuseOptions.joined(separator: ",")]

@@ -397,10 +397,10 @@ private let opCreate: @convention(c) (fuse_req_t?, fuse_ino_t, UnsafePointer<CCh
 private let opRead: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeMutablePointer<fuse_file_info>?) -> Void = { req, _, size, offset, fi in
     serve(req, "read") { mv in
         let h = try handle(fi)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        let n = try mv.vault.read(h, at: Int(offset), into: buffer)
-        fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+        try ReplyBuffers.withBuffer(size: size) { buffer in
+            let n = try mv.vault.read(h, at: Int(offset), into: buffer)
+            fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+        }
     }
 }
 
@@ -477,7 +477,7 @@ private let opInit: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
     guard let data, let conn else { return }
     let mv = Unmanaged<MountedVault>.fromOpaque(data).takeUnretainedValue()
     conn.pointee.max_write = 1 << 20
-    conn.pointee.max_read = 1 << 20  // must match the max_read mount option
+    conn.pointee.max_read = UInt32(ReplyBuffers.capacity)  // must match the max_read mount option
     conn.pointee.max_readahead = 1 << 20
     conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
     // Without FUSE_HANDLE_KILLPRIV_V2 (see CFuseWire) the kernel clears set-ID bits itself.

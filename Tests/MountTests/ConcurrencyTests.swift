@@ -63,6 +63,44 @@ final class ConcurrencyTests: MountTestCase {
         try mv.verify()
     }
 
+    /// Reads that reach the daemon at the same time, on different worker threads, each get their own
+    /// file's bytes (the daemon reuses one reply buffer per thread). The page cache is dropped before
+    /// every read so that each one is a request.
+    func testParallelColdReadsOfDifferentFilesGetTheirOwnBytes() throws {
+        try mv.mount()
+        let size = 1 << 20
+        let contents = (0..<4).map { _ in (0..<size).map { _ in UInt8.random(in: 0...255) } }
+        for (i, bytes) in contents.enumerated() {
+            XCTAssertTrue(FileManager.default.createFile(atPath: mv.mountpoint + "/r\(i)", contents: Data(bytes)))
+        }
+        let group = DispatchGroup()
+        let failures = NSLock()
+        var problems: [String] = []
+        for i in 0..<4 {
+            group.enter()
+            Thread { [mountpoint = mv.mountpoint] in
+                defer { group.leave() }
+                let fd = open(mountpoint + "/r\(i)", O_RDONLY)
+                guard fd >= 0 else { failures.lock(); problems.append("open r\(i): \(errno)"); failures.unlock(); return }
+                defer { close(fd) }
+                var buffer = [UInt8](repeating: 0, count: size)
+                for _ in 0..<60 {
+                    _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+                    let offset = Int.random(in: 0..<16) * 4096
+                    let length = Int.random(in: 1...(size - offset))
+                    let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
+                    if n != length || !buffer[0..<length].elementsEqual(contents[i][offset..<offset + length]) {
+                        failures.lock(); problems.append("r\(i) at \(offset)+\(length): got \(n) bytes, not the file's"); failures.unlock()
+                        return
+                    }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
+        XCTAssertEqual(problems, [])
+        try mv.unmount()
+    }
+
     /// A damaged file reads as EIO; its neighbours stay readable.
     func testDamagedFileIsEIOAndOnlyThatFile() throws {
         try mv.mount()
