@@ -5,7 +5,7 @@ import Glibc
 /// `madvise` and a `munlock` for every file created or opened, and a page of the locked-memory
 /// allowance for 32 bytes. Regions are kept for the life of the process; a slot is wiped by its
 /// owner before it comes back.
-final class SecretSlab: @unchecked Sendable {
+final class SecretSlab: Sendable {
     static let slotSize = 64
     static let regionSize = 64 << 10
 
@@ -14,38 +14,38 @@ final class SecretSlab: @unchecked Sendable {
         let locked: Bool
     }
 
-    private var free: [Slot] = []
-    private var regions: [(pointer: UnsafeMutableRawPointer, locked: Bool)] = []
-    private var m = pthread_mutex_t()
+    private struct Pool {
+        var free: [Slot] = []
+        var regions: [(pointer: UnsafeMutableRawPointer, locked: Bool)] = []
+    }
+
+    private let pool = Locked(Pool())
 
     static let shared = SecretSlab()
 
-    private init() { pthread_mutex_init(&m, nil) }
+    private init() {}
 
     /// A zeroed slot of `slotSize` bytes.
     func take() -> Slot {
-        pthread_mutex_lock(&m)
-        defer { pthread_mutex_unlock(&m) }
-        if free.isEmpty { addRegion() }
-        return free.removeLast()
+        pool.withLock { pool in
+            if pool.free.isEmpty { SecretSlab.addRegion(to: &pool) }
+            return pool.free.removeLast()
+        }
     }
 
     /// Returns a slot its owner has already wiped.
     func give(back slot: Slot) {
-        pthread_mutex_lock(&m)
-        free.append(slot)
-        pthread_mutex_unlock(&m)
+        pool.withLock { $0.free.append(slot) }
     }
 
     /// Locks every region again (memory locks are not inherited across fork).
     func relockAll() {
-        pthread_mutex_lock(&m)
-        defer { pthread_mutex_unlock(&m) }
-        for r in regions { _ = mlock(r.pointer, SecretSlab.regionSize) }
+        pool.withLock { pool in
+            for r in pool.regions { _ = mlock(r.pointer, SecretSlab.regionSize) }
+        }
     }
 
-    // Caller holds `m`.
-    private func addRegion() {
+    private static func addRegion(to pool: inout Pool) {
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         var raw: UnsafeMutableRawPointer?
         guard posix_memalign(&raw, page, SecretSlab.regionSize) == 0, let raw else {
@@ -55,9 +55,9 @@ final class SecretSlab: @unchecked Sendable {
         // Best effort, as for SecureBytes' own pages: a refused lock still leaves the wipe.
         let locked = mlock(raw, SecretSlab.regionSize) == 0
         _ = madvise(raw, SecretSlab.regionSize, MADV_DONTDUMP)
-        regions.append((raw, locked))
+        pool.regions.append((raw, locked))
         for i in stride(from: SecretSlab.regionSize - SecretSlab.slotSize, through: 0, by: -SecretSlab.slotSize) {
-            free.append(Slot(pointer: raw + i, locked: locked))
+            pool.free.append(Slot(pointer: raw + i, locked: locked))
         }
     }
 }
