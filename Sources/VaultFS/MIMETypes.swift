@@ -12,7 +12,12 @@ enum MIMETypes {
     ]
 
     static func guess(for name: String) -> String {
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "application/octet-stream" }
-        return byExtension[name[name.index(after: dot)...].lowercased()] ?? "application/octet-stream"
+        let bytes = name.utf8
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else { return "application/octet-stream" }
+        let suffix = bytes[bytes.index(after: dot)...]
+        // Extensions in the table are short and ASCII; anything else cannot match.
+        guard suffix.count <= 8 else { return "application/octet-stream" }
+        let lowered = suffix.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
+        return byExtension[String(decoding: lowered, as: UTF8.self)] ?? "application/octet-stream"
     }
 }

@@ -1,6 +1,7 @@
 import Glibc
 import VaultCrypto
 import VaultFormat
+import VaultSystem
 
 /// The data path of one open regular file, shared by all its handles: reads and writes at any offset
 /// onto the chunked stream, with a one-chunk plaintext write-back cache (in wiping storage).

@@ -33,7 +33,7 @@ extension UnlockedVault {
                 node.needsCheck = true
                 node.contentVersion += 1
                 try commitChanges([.putInode(node)])
-                try index.sync()
+                try syncIndex()
                 reseal = true
             }
             if let open = openFiles[id] {
@@ -192,12 +192,12 @@ extension UnlockedVault {
             if durable { try f.blob.sync() }
             try meta.withLock {
                 guard var node = state.inodes[f.id] else { return }
-                guard durable || dirtyInodes.contains(f.id) || f.modifiedSinceCommit else { return }
+                guard durable || dirtyInodes.contains(f.id) || f.modifiedSinceCommit || heldBackHeaders[f.id] != nil else { return }
                 node.size = UInt64(f.size)
                 if durable { node.needsCheck = f.writers > 0 ? node.needsCheck : false }
                 try commitChanges([.putInode(node)])
                 f.modifiedSinceCommit = false
-                if durable { try index.sync() }
+                if durable { try syncIndex() }
             }
         }
     }

@@ -13,7 +13,7 @@ extension UnlockedVault {
             if durable { try syncBackingStore() }
             let pending = dirtyInodes.compactMap { state.inodes[$0] }.map { IndexChange.putInode($0) }
             if !pending.isEmpty { try commitChanges(pending) }
-            if durable { try index.sync() }
+            if durable { try syncIndex() }
         }
     }
 
@@ -39,7 +39,7 @@ extension UnlockedVault {
                 changes.append(.putInode(node))
             }
             if !changes.isEmpty { try commitChanges(changes) }
-            try index.sync()
+            try syncIndex()
             if index.wantsCompaction { try index.compact(state) }
         }
         try generations?.setGeneration(index.lastSeq, for: header.vaultID)
@@ -97,7 +97,7 @@ extension UnlockedVault {
         }
         if !changes.isEmpty {
             try commitChanges(changes)
-            try index.sync()
+            try syncIndex()
         }
         if repaired > 0 || orphans > 0 {
             notices.append("recovered from an interrupted session: \(repaired) file(s) checked, \(orphans) unlinked inode(s) removed")
@@ -111,6 +111,7 @@ extension UnlockedVault {
     /// survives is the longest run of authenticated chunks from the start, cut to the record's size;
     /// unsynced data beyond it is lost, never returned as something else.
     private func reconcile(_ node: inout Inode) throws {
+        if try FileBlob.isEmpty(path: layout.blobPath(node.blobID)) { return try recreateEmptyBlob(&node) }
         let (blob, info) = try openBlob(node, writable: true)
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
         let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
@@ -141,5 +142,22 @@ extension UnlockedVault {
             }
         }
         try blob.sync()
+    }
+
+    /// A new file's header waits for its first write (see `makeNode`); a crash that lands after its
+    /// record was journaled and before the header was written (or reached the disk) leaves an empty
+    /// blob. Nothing of the file was on disk, so it comes back as an empty file with a new header.
+    private func recreateEmptyBlob(_ node: inout Inode) throws {
+        let path = layout.blobPath(node.blobID)
+        try FileSystem.remove(path)
+        let name = pathsByInode()[node.id]?.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        let blob = try FileBlob.create(path: path, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+                                       headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
+                                       mimeType: node.mimeType, version: node.contentVersion)
+        try blob.sync()
+        if node.size > 0 {
+            notices.append("file \(node.id) lost data written after its last fsync (cut to 0 chunk(s))")
+            node.size = 0
+        }
     }
 }

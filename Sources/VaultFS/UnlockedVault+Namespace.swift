@@ -53,10 +53,14 @@ extension UnlockedVault {
                 node.mimeType = MIMETypes.guess(for: name)
                 node.needsCheck = true
                 try prepareFanOut(for: node.blobID)
+                // A file created open (the kernel's CREATE) keeps its header and its record back: they go
+                // out with its first write and its close, or before any other record is written.
                 let blob = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                               name: name, mimeType: node.mimeType, version: node.contentVersion)
+                                               name: name, mimeType: node.mimeType, version: node.contentVersion,
+                                               deferHeader: keepOpen)
                 if keepOpen {
+                    heldBackHeaders[node.id] = blob
                     let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache())
                     open.headerName = name
                     open.handles = 1
@@ -68,7 +72,8 @@ extension UnlockedVault {
             parentNode.modificationTime = now
             parentNode.changeTime = now
             if kind == .directory { parentNode.linkCount += 1 }
-            try commitChanges([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)])
+            try commitChanges([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],
+                              deferred: keepOpen && kind == .file)
             return node
         }
     }

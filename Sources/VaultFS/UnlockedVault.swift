@@ -24,6 +24,9 @@ public final class UnlockedVault {
     let reaper = BlobReaper()
     /// Blob fan-out directories known to exist (by first byte of the blob ID).
     var fanOutReady: Set<UInt8> = []
+    /// New files whose create is journaled with their close and whose blob header waits for the first
+    /// write (see `makeNode`); their headers are written before any other record. Guarded by `meta`.
+    var heldBackHeaders: [UInt64: FileBlob] = [:]
     private var lockFile: VaultLock?
     func releaseLock() { lockFile = nil }
     let generations: Keychain?
@@ -81,7 +84,7 @@ public final class UnlockedVault {
     }
 
     static func checkName(_ name: String) throws {
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else { throw FSError(EINVAL, "invalid name") }
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")) else { throw FSError(EINVAL, "invalid name") }
         guard name.utf8.count <= maximumNameLength else { throw FSError(ENAMETOOLONG) }
     }
 
@@ -138,13 +141,29 @@ public final class UnlockedVault {
         guard !isClosed else { throw FSError(EIO, "vault is locked") }
     }
 
-    /// Applies `changes` in memory and appends them to the journal as one record. Caller holds `meta`.
-    func commitChanges(_ changes: [IndexChange]) throws {
-        try index.append(changes)
+    /// Applies `changes` in memory and appends them to the journal as one record — or, `deferred`, with
+    /// the next record written. Caller holds `meta`.
+    func commitChanges(_ changes: [IndexChange], deferred: Bool = false) throws {
+        if !deferred { try writeHeldBackHeaders() }
+        try index.append(changes, deferred: deferred)
         for c in changes {
             try state.apply(c)
             if case let .putInode(inode) = c { dirtyInodes.remove(inode.id) }
         }
+    }
+
+    /// Journaled creates are about to be written: their blobs' headers go first, so that no record
+    /// names a blob without one. Caller holds `meta`.
+    func writeHeldBackHeaders() throws {
+        guard !heldBackHeaders.isEmpty else { return }
+        for blob in heldBackHeaders.values { try blob.writeHeldBackHeader() }
+        heldBackHeaders.removeAll()
+    }
+
+    /// Makes the journal durable, deferred records included. Caller holds `meta`.
+    func syncIndex() throws {
+        try writeHeldBackHeaders()
+        try index.sync()
     }
 
     /// Updates a record in memory only; it reaches the journal at the next commit point.

@@ -33,6 +33,11 @@ public final class FileBlob {
     public var slotSize: Int { chunkSize + FileBlob.chunkOverhead }
     private let fd: FileDescriptor
     private let contentKey: SecureBytes
+    /// A new blob's sealed header, held back until the blob is first written (it then goes out with
+    /// the first chunks in one system call): a small file's create and close cost one write to the
+    /// host, not two. While it is held back the blob is empty on disk. Guarded by `headerLock`.
+    private var unwrittenHeader: [UInt8]?
+    private let headerLock = Mutex()
 
     private init(path: String, fd: FileDescriptor, blobID: [UInt8], chunkSize: Int, contentKey: SecureBytes) {
         self.path = path
@@ -54,15 +59,32 @@ public final class FileBlob {
         return w.bytes
     }
 
-    /// Creates the blob with a fresh content key and an empty stream.
+    /// Creates the blob with a fresh content key and an empty stream. With `deferHeader` the header
+    /// reaches the disk with the first write, or at `writeHeldBackHeader`, whichever comes first.
     public static func create(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
-                              chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64) throws -> FileBlob {
+                              chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
+                              deferHeader: Bool = false) throws -> FileBlob {
         let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
         let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
-        try blob.writeHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
-                             name: name, mimeType: mimeType, version: version)
+        let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
+                                           name: name, mimeType: mimeType, version: version)
+        if deferHeader { blob.unwrittenHeader = header } else { try fd.write(header, at: 0) }
         return blob
+    }
+
+    /// Whether the blob at `path` holds no bytes at all (a create whose header never reached the disk).
+    public static func isEmpty(path: String) throws -> Bool {
+        try FileDescriptor(path: path, flags: O_RDONLY).size() == 0
+    }
+
+    /// Writes a held-back header now (nothing if there is none).
+    public func writeHeldBackHeader() throws {
+        try headerLock.withLock {
+            guard let header = unwrittenHeader else { return }
+            try fd.write(header, at: 0)
+            unwrittenHeader = nil
+        }
     }
 
     /// What an authenticated header says besides the key.
@@ -108,6 +130,16 @@ public final class FileBlob {
     /// Reseals the header with a new name or MIME type (same content key, fresh nonce).
     public func writeHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
                             name: String, mimeType: String, version: UInt64) throws {
+        let header = try sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
+                                      name: name, mimeType: mimeType, version: version)
+        try headerLock.withLock {
+            try fd.write(header, at: 0)
+            unwrittenHeader = nil
+        }
+    }
+
+    private func sealedHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
+                              name: String, mimeType: String, version: UInt64) throws -> [UInt8] {
         let pub = FileBlob.publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
         var w = ByteWriter(capacity: FileBlob.headerPlaintextSize)
         contentKey.withUnsafeBytes { w.raw($0) }
@@ -119,7 +151,7 @@ public final class FileBlob {
         let nonce = try SecureRandom.bytes(12)
         let sealed = try AESGCM.seal(plain, using: headerKey, nonce: nonce,
                                      authenticating: FileBlob.headerAAD(publicBytes: pub, vaultID: vaultID, inodeID: inodeID))
-        try fd.write(pub + nonce + sealed, at: 0)
+        return pub + nonce + sealed
     }
 
     func offset(ofChunk index: Int) -> Int { FileBlob.headerSize + index * slotSize }
@@ -219,7 +251,20 @@ public final class FileBlob {
     /// Writes slots sealed by `sealChunks` in place of chunks `first ..< first + count`, with one pwrite.
     public func writeSealedChunks(from first: Int, count: Int, slots: UnsafeRawBufferPointer) throws {
         precondition(slots.count >= count * slotSize)
-        try fd.write(UnsafeRawBufferPointer(rebasing: slots[0..<count * slotSize]), at: offset(ofChunk: first))
+        let run = UnsafeRawBufferPointer(rebasing: slots[0..<count * slotSize])
+        try headerLock.withLock {
+            if let header = unwrittenHeader {
+                if first == 0 {
+                    try header.withUnsafeBytes { try fd.write($0, then: run, at: 0) }
+                } else {
+                    try fd.write(header, at: 0)
+                    try fd.write(run, at: offset(ofChunk: first))
+                }
+                unwrittenHeader = nil
+            } else {
+                try fd.write(run, at: offset(ofChunk: first))
+            }
+        }
     }
 
     /// Starts writing chunks `first ..< first + count` to disk without waiting (see `FileDescriptor`).
@@ -229,8 +274,12 @@ public final class FileBlob {
 
     /// Cuts the stream to `chunks` slots.
     public func truncate(toChunks chunks: Int) throws {
+        try writeHeldBackHeader()
         try fd.truncate(to: offset(ofChunk: chunks))
     }
 
-    public func sync() throws { try fd.dataSync() }
+    public func sync() throws {
+        try writeHeldBackHeader()
+        try fd.dataSync()
+    }
 }

@@ -31,6 +31,9 @@ public final class IndexStore {
     public private(set) var snapshotSeq: UInt64 = 0
     public private(set) var journalBytes = 0
     private var snapshotBytes = 0
+    /// Changes accepted with `append(_:deferred: true)`, written with the next record.
+    private var waiting: [IndexChange] = []
+    public var hasDeferredChanges: Bool { !waiting.isEmpty }
 
     var snapshotPath: String { directory + "/snapshot" }
     var journalPath: String { directory + "/journal" }
@@ -116,24 +119,32 @@ public final class IndexStore {
         return (state, report)
     }
 
-    /// Appends one sealed record holding `changes` (not yet durable: see `sync`).
-    public func append(_ changes: [IndexChange]) throws {
-        guard !changes.isEmpty else { return }
+    /// Appends one sealed record holding `changes` (not yet durable: see `sync`). With `deferred` the
+    /// changes wait in memory and go out in the next record written, so that a file's create and its
+    /// close cost one record; a record is written in any case before `sync` or `compact` returns.
+    public func append(_ changes: [IndexChange], deferred later: Bool = false) throws {
+        if later { waiting += changes; return }
+        let all = waiting.isEmpty ? changes : waiting + changes
+        guard !all.isEmpty else { return }
         guard let journal else { preconditionFailure("index opened read-only") }
         var w = ByteWriter(capacity: 256)
-        for c in changes { c.encode(into: &w) }
+        for c in all { c.encode(into: &w) }
         let seq = lastSeq + 1
         let nonce = try SecureRandom.bytes(12)
         let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
         try journal.append(rec.bytes)
+        waiting = []
         lastSeq = seq
         journalBytes += rec.bytes.count
     }
 
-    /// Makes every appended record durable.
-    public func sync() throws { try journal?.dataSync() }
+    /// Makes every appended record durable, deferred changes included.
+    public func sync() throws {
+        try append([])
+        try journal?.dataSync()
+    }
 
     /// Whether the journal has grown enough that a compaction pays off.
     public var wantsCompaction: Bool { journalBytes > max(4 << 20, snapshotBytes) }
@@ -141,6 +152,7 @@ public final class IndexStore {
     /// Writes `state` (which must include every appended change) as the new snapshot and empties the journal.
     /// Crash-safe: the old journal's records are all ≤ the new snapshot's sequence number and are skipped.
     public func compact(_ state: IndexState) throws {
+        try append([])  // deferred changes are in `state` too; written first, they keep the sequence simple
         try writeSnapshot(state, seq: lastSeq)
         try startJournal()
         journal = try FileDescriptor(path: journalPath, flags: O_WRONLY | O_APPEND)

@@ -24,15 +24,25 @@ public struct VaultLayout {
     public var thumbsDirectory: String { root + "/thumbs" }
     public var lockFile: String { root + "/mount.lock" }
 
-    public func blobPath(_ id: [UInt8]) -> String {
-        let h = id.hex
-        return blobsDirectory + "/" + h.prefix(2) + "/" + h.dropFirst(2)
+    public func blobPath(_ id: [UInt8]) -> String { fannedOut(id, under: blobsDirectory) }
+
+    public func thumbnailPath(_ id: [UInt8]) -> String { fannedOut(id, under: thumbsDirectory) }
+
+    /// `directory/ab/cdef…` for an ID in hex starting ab cd ef. Built byte by byte: it runs on every
+    /// file created, opened or removed.
+    private func fannedOut(_ id: [UInt8], under directory: String) -> String {
+        var path = Array(directory.utf8)
+        path.reserveCapacity(path.count + 2 + 2 * id.count)
+        path.append(UInt8(ascii: "/"))
+        for (i, byte) in id.enumerated() {
+            path.append(VaultLayout.hexDigits[Int(byte >> 4)])
+            path.append(VaultLayout.hexDigits[Int(byte & 15)])
+            if i == 0 { path.append(UInt8(ascii: "/")) }
+        }
+        return String(decoding: path, as: UTF8.self)
     }
 
-    public func thumbnailPath(_ id: [UInt8]) -> String {
-        let h = id.hex
-        return thumbsDirectory + "/" + h.prefix(2) + "/" + h.dropFirst(2)
-    }
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Creates the directory skeleton (0700 throughout); fan-out subdirectories come with their first blob.
     public func createDirectories() throws {
