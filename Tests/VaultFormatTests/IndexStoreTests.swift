@@ -43,6 +43,34 @@ final class IndexStoreTests: XCTestCase {
         XCTAssertEqual(again.lastSeq, 50)
     }
 
+    /// Deferred changes stay in memory until the next record, which carries them first, or a sync.
+    func testDeferredChangesGoOutWithTheNextRecordOrASync() throws {
+        let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        var expected = IndexState.empty(uid: 0, gid: 0, now: 0)
+        try store.create(expected)
+        _ = try store.load(forWriting: true)
+        let changes = sampleChanges(3)
+        func onDisk() throws -> (IndexState, Int) {
+            let (state, report) = try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false)
+            return (state, report.records)
+        }
+
+        try store.append(changes[0], deferred: true)
+        XCTAssertTrue(store.hasDeferredChanges)
+        XCTAssertEqual(try onDisk().1, 0, "nothing written yet")
+        try store.append(changes[1])
+        for c in changes[0] + changes[1] { try expected.apply(c) }
+        XCTAssertFalse(store.hasDeferredChanges)
+        XCTAssertEqual(try onDisk().0, expected)
+        XCTAssertEqual(try onDisk().1, 1, "one record carries both")
+
+        try store.append(changes[2], deferred: true)
+        try store.sync()
+        for c in changes[2] { try expected.apply(c) }
+        XCTAssertEqual(try onDisk().0, expected, "a sync writes what waits")
+        XCTAssertEqual(store.lastSeq, 2)
+    }
+
     func testTornTailIsCutAndEveryOtherChangeIsDetected() throws {
         let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
         try store.create(IndexState.empty(uid: 0, gid: 0, now: 0))
