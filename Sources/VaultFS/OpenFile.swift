@@ -8,7 +8,8 @@ import VaultSystem
 ///
 /// Invariants between operations, which make every chunk's final flag right:
 /// every chunk on disk below the last is sealed non-final, and the last chunk is sealed final —
-/// except the chunk held dirty in the cache, which is sealed with the right flag when written back.
+/// except the chunk held dirty in the cache, which is sealed with the right flag when written back,
+/// and the chunks in `gaps`, which are not on disk yet and read as zeros.
 /// Callers hold `lock` (exclusively) around every method, except `readWholeChunksShared`, which
 /// needs it shared.
 final class OpenFile {
@@ -29,8 +30,16 @@ final class OpenFile {
     let cache: SecureBytes
     private var cacheIndex = -1
     private var cacheDirty = false
-    /// Chunks 0..<onDisk hold valid sealed data on disk.
+    /// Chunks 0..<onDisk hold valid sealed data on disk, except those in `gaps`.
     private var onDisk: Int
+    /// Chunks that read as zeros but have not been written: what a write past the end leaves between
+    /// the old end and itself. The kernel's write-back sends a streaming write's requests out of order,
+    /// so most gaps are filled by the very next request; sealed zeros go to disk only for what is
+    /// still a gap when the file is written back as a whole (`writeBack`). Sorted, disjoint, all below
+    /// `chunkCount`, never the cached chunk.
+    private var gaps: [Range<Int>] = []
+    /// Beyond this many gaps (a pattern of small writes each further past the end), they are written.
+    private let maximumGaps = 64
     private var slot: [UInt8]
     /// Scratch for runs of whole chunks, read or written with one system call.
     private var runSlots: [UInt8]
@@ -71,6 +80,7 @@ final class OpenFile {
             try blob.writeChunk(index, final: index == chunkCount - 1, from: buffer, scratch: s)
         }
         onDisk = max(onDisk, index + 1)
+        closeGaps(index..<index + 1)
     }
 
     /// Whole chunks `first ..< first + count`, straight from disk into `buffer`; falls back to one chunk
@@ -106,28 +116,76 @@ final class OpenFile {
             }
         }
         onDisk = max(onDisk, first + count)
+        closeGaps(first..<first + count)
     }
 
-    /// Brings chunk `index` into the cache (writing back whatever was there).
+    // MARK: Gaps
+
+    private func inGap(_ index: Int) -> Bool { gaps.contains { $0.contains(index) } }
+
+    private func overlapsGap(_ chunks: Range<Int>) -> Bool { gaps.contains { $0.overlaps(chunks) } }
+
+    /// Takes `chunks` out of the gaps (they were written, or the cache or a truncation took them).
+    private func closeGaps(_ chunks: Range<Int>) {
+        guard overlapsGap(chunks) else { return }
+        var kept: [Range<Int>] = []
+        for gap in gaps {
+            guard gap.overlaps(chunks) else { kept.append(gap); continue }
+            if gap.lowerBound < chunks.lowerBound { kept.append(gap.lowerBound..<chunks.lowerBound) }
+            if chunks.upperBound < gap.upperBound { kept.append(chunks.upperBound..<gap.upperBound) }
+        }
+        gaps = kept
+    }
+
+    /// Seals zeros into every chunk still in a gap, a run at a time.
+    private func writeGaps() throws {
+        guard !gaps.isEmpty else { return }
+        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: min(maximumRun, gaps.map(\.count).max()!) * chunkSize, alignment: 16)
+        defer { zeros.deallocate() }
+        _ = memset(zeros.baseAddress!, 0, zeros.count)
+        for gap in gaps {
+            var first = gap.lowerBound
+            while first < gap.upperBound {
+                let run = min(maximumRun, gap.upperBound - first)
+                try writeRun(first, count: run, from: UnsafeRawBufferPointer(rebasing: zeros[0..<run * chunkSize]))
+                first += run
+            }
+        }
+    }
+
+    /// Brings chunk `index` into the cache (writing back whatever was there). A chunk taken from a
+    /// gap comes in dirty: the cache now owns its write.
     private func load(_ index: Int) throws {
         if cacheIndex == index { return }
-        try writeBack()
+        try writeBackCache()
         cacheIndex = -1
+        let fromGap = inGap(index)
         try cache.withUnsafeMutableBytes { c in
-            if index < onDisk {
+            if index < onDisk && !fromGap {
                 try readFromDisk(index, into: c)
             } else {
                 _ = memset(c.baseAddress!, 0, c.count)
             }
         }
         cacheIndex = index
+        if fromGap {
+            closeGaps(index..<index + 1)
+            cacheDirty = true
+        }
     }
 
     /// Seals the dirty cached chunk to disk.
-    func writeBack() throws {
+    private func writeBackCache() throws {
         guard cacheDirty, cacheIndex >= 0 else { return }
         try cache.withUnsafeBytes { try writeToDisk(cacheIndex, from: $0) }
         cacheDirty = false
+    }
+
+    /// Puts everything on disk: sealed zeros in the gaps, then the dirty cached chunk — before the
+    /// file's record is journaled, so that the record never counts chunks the blob lacks.
+    func writeBack() throws {
+        try writeGaps()
+        try writeBackCache()
     }
 
     // MARK: Operations
@@ -142,10 +200,13 @@ final class OpenFile {
             let index = position / chunkSize
             let within = position % chunkSize
             let take = min(chunkSize - within, length - done)
-            if index != cacheIndex && within == 0 && take == chunkSize && index < onDisk {
+            if index != cacheIndex && inGap(index) {
+                _ = memset(buffer.baseAddress! + done, 0, take)
+            } else if index != cacheIndex && within == 0 && take == chunkSize && index < onDisk {
                 // Whole chunks: decrypt straight into the caller's buffer, a run at a time.
                 var run = 1
-                while run < maximumRun && done + (run + 1) * chunkSize <= length && index + run < onDisk && index + run != cacheIndex { run += 1 }
+                while run < maximumRun && done + (run + 1) * chunkSize <= length && index + run < onDisk && index + run != cacheIndex
+                    && !inGap(index + run) { run += 1 }
                 try readRun(index, count: run, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + run * chunkSize]))
                 done += run * chunkSize
                 continue
@@ -170,7 +231,8 @@ final class OpenFile {
         let length = min(buffer.count, size - offset)
         guard length % chunkSize == 0 else { return nil }
         let first = offset / chunkSize, count = length / chunkSize
-        guard first + count <= onDisk, !(cacheIndex >= first && cacheIndex < first + count) else { return nil }
+        guard first + count <= onDisk, !(cacheIndex >= first && cacheIndex < first + count),
+              !overlapsGap(first..<first + count) else { return nil }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count, maximumRun) * blob.slotSize, alignment: 16)
         defer { scratch.deallocate() }  // ciphertext only
         var done = 0
@@ -215,6 +277,7 @@ final class OpenFile {
             if size > oldSize {
                 size = oldSize
                 if cacheIndex >= chunkCount { cacheIndex = -1; cacheDirty = false }
+                closeGaps(chunkCount..<Int.max)
                 if onDisk > chunkCount { try? blob.truncate(toChunks: chunkCount); onDisk = chunkCount }
                 // The old last chunk may have been resealed as non-final: reseal it as final.
                 tolerateLastChunkFlag = true
@@ -254,7 +317,7 @@ final class OpenFile {
     }
 
     /// Extends the file to `newSize`: zeroes the old last chunk's tail and marks it for resealing
-    /// non-final, and fills whole chunks between the old end and `firstWrittenChunk` with sealed zeros.
+    /// non-final, and leaves the whole chunks between the old end and `firstWrittenChunk` as a gap.
     private func grow(to newSize: Int, firstWrittenChunk: Int) throws {
         let oldCount = chunkCount
         if oldCount > 0 {
@@ -269,12 +332,9 @@ final class OpenFile {
         }
         size = newSize
         if firstWrittenChunk > oldCount {
-            var zeros = [UInt8](repeating: 0, count: chunkSize)
-            try zeros.withUnsafeMutableBytes { z in
-                for index in oldCount..<firstWrittenChunk where index != cacheIndex {
-                    try writeToDisk(index, from: UnsafeRawBufferPointer(z))
-                }
-            }
+            if gaps.count >= maximumGaps { try writeGaps() }
+            gaps.append(oldCount..<firstWrittenChunk)  // every other gap lies below the old end
+            if cacheIndex >= oldCount && cacheIndex < firstWrittenChunk { closeGaps(cacheIndex..<cacheIndex + 1) }
         }
         modifiedSinceCommit = true
     }
@@ -283,12 +343,13 @@ final class OpenFile {
     func truncate(to newSize: Int) throws {
         if newSize > size {
             try grow(to: newSize, firstWrittenChunk: (newSize + chunkSize - 1) / chunkSize)
-            try writeBack()
+            try writeBackCache()
             return
         }
         guard newSize < size else { return }
         let newCount = (newSize + chunkSize - 1) / chunkSize
         if cacheIndex >= newCount { cacheIndex = -1; cacheDirty = false }
+        closeGaps(newCount..<Int.max)
         if newCount > 0 {
             let lastIndex = newCount - 1
             try load(lastIndex)
@@ -297,7 +358,7 @@ final class OpenFile {
             cacheDirty = true
         }
         size = newSize
-        try writeBack()
+        try writeBackCache()
         try blob.truncate(toChunks: newCount)
         onDisk = min(onDisk, newCount)
         modifiedSinceCommit = true

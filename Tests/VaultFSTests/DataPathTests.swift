@@ -68,6 +68,44 @@ final class DataPathTests: XCTestCase {
         try again.close()
     }
 
+    /// A write past the end leaves the chunks in between as a gap: they read as zeros at once but
+    /// cost no disk write unless a write fills them first (the kernel's write-back sends a streaming
+    /// write's requests out of order, so the next request usually does); what is still a gap goes to
+    /// disk as sealed zeros when the file is flushed, before its record.
+    func testAGapPastTheEndIsWrittenOnlyIfNothingFillsItBeforeTheFlush() throws {
+        let tv = try TestVault()
+        var v = try tv.open()
+        let chunk = 4096, slot = chunk + FileBlob.chunkOverhead
+        let h = try v.create(in: Inode.rootID, name: "g", permissions: 0o644, caller: .current)
+        let blob = try FileDescriptor(path: v.layout.blobPath(try v.resolve("/g").blobID), flags: O_RDONLY)
+        func slotIsBlank(_ index: Int) throws -> Bool {
+            var bytes = [UInt8](repeating: 0xff, count: slot)
+            let n = try bytes.withUnsafeMutableBytes { try blob.read(into: $0, at: FileBlob.headerSize + index * slot) }
+            return bytes[0..<n].allSatisfy { $0 == 0 }
+        }
+        let tail = randomBytes(2 * chunk), middle = randomBytes(chunk)
+        _ = try tail.withUnsafeBytes { try v.write(h, at: 8 * chunk, from: $0) }
+        _ = try middle.withUnsafeBytes { try v.write(h, at: 3 * chunk, from: $0) }
+        var model = [UInt8](repeating: 0, count: 10 * chunk)
+        model.replaceSubrange(8 * chunk..<10 * chunk, with: tail)
+        model.replaceSubrange(3 * chunk..<4 * chunk, with: middle)
+
+        var out = [UInt8](repeating: 1, count: 10 * chunk)
+        XCTAssertEqual(try out.withUnsafeMutableBytes { try v.read(h, at: 0, into: $0) }, model.count)
+        XCTAssertEqual(out, model, "the gap reads as zeros before anything fills it")
+        for index in [0, 1, 2, 4, 5, 6, 7] { XCTAssertTrue(try slotIsBlank(index), "chunk \(index) not written yet") }
+        XCTAssertFalse(try slotIsBlank(3))
+
+        try v.flush(h)
+        for index in 0..<10 { XCTAssertFalse(try slotIsBlank(index), "chunk \(index) sealed by the flush") }
+        v.release(h)
+        try v.close()
+        v = try tv.open()
+        XCTAssertEqual(try v.readFile("/g"), model)
+        XCTAssertTrue(v.verify().isIntact)
+        try v.close()
+    }
+
     func testUnlinkedOpenFileStaysUsableUntilRelease() throws {
         let tv = try TestVault()
         let v = try tv.open()
