@@ -35,7 +35,7 @@ extension UnlockedVault {
             let entries = try directoryEntries(parent)
             guard entries[name] == nil else { throw FSError(EEXIST) }
             let parentRecord = try record(parent)
-            let now = nowNanoseconds()
+            let now = kind == .file ? coarseNowNanoseconds() : nowNanoseconds()
             var node = Inode(id: state.nextID, kind: kind, permissions: permissions, uid: caller.uid, gid: caller.gid, now: now)
             // setgid directories pass their group (and, for directories, the bit) on, as the kernel expects.
             if parentRecord.permissions & UInt32(S_ISGID) != 0 {

@@ -106,6 +106,24 @@ final class DataPathTests: XCTestCase {
         try v.close()
     }
 
+    /// New files are stamped with the kernel's own coarse clock, so that with the write-back cache a
+    /// write in the same clock tick leaves the times alone and the kernel has none to push back.
+    func testNewFilesAreStampedOnTheKernelsClockTick() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        for k in 0..<20 {
+            let before = coarseNowNanoseconds()
+            let h = try v.create(in: Inode.rootID, name: "f\(k)", permissions: 0o644, caller: .current)
+            let after = coarseNowNanoseconds()
+            let node = try v.attributes(h.id)
+            v.release(h)
+            for (what, time) in [("mtime", node.modificationTime), ("ctime", node.changeTime)] {
+                XCTAssertTrue(before <= time && time <= after, "file \(k) \(what) \(time) outside the tick [\(before), \(after)]")
+            }
+        }
+        try v.close()
+    }
+
     func testUnlinkedOpenFileStaysUsableUntilRelease() throws {
         let tv = try TestVault()
         let v = try tv.open()
