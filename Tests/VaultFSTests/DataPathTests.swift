@@ -124,6 +124,23 @@ final class DataPathTests: XCTestCase {
         try v.close()
     }
 
+    /// A new vault comes with all 256 fan-out directories for blobs, so its first files do not each
+    /// pay a mkdir; they are private to the owner like the rest of the vault.
+    func testANewVaultHasEveryBlobDirectory() throws {
+        let tv = try TestVault()
+        let layout = VaultLayout(root: tv.path)
+        let subdirectories = try FileSystem.listDirectory(layout.blobsDirectory)
+        XCTAssertEqual(Set(subdirectories), Set((0...255).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }))
+        for name in subdirectories {
+            XCTAssertEqual((FileSystem.fileMode(layout.blobsDirectory + "/" + name)?.mode ?? 0) & 0o7777, 0o700, name)
+        }
+        let v = try tv.open()
+        try v.writeFile("/a", [1, 2, 3])
+        XCTAssertEqual(try FileSystem.listDirectory(layout.blobsDirectory).count, 256)
+        XCTAssertEqual(try layout.blobIDsOnDisk(), [try v.resolve("/a").blobID])
+        try v.close()
+    }
+
     func testUnlinkedOpenFileStaysUsableUntilRelease() throws {
         let tv = try TestVault()
         let v = try tv.open()
