@@ -35,8 +35,11 @@ extension UnlockedVault {
             let entries = try directoryEntries(parent)
             guard entries[name] == nil else { throw FSError(EEXIST) }
             let parentRecord = try record(parent)
-            let now = kind == .file ? coarseNowNanoseconds() : nowNanoseconds()
-            var node = Inode(id: state.nextID, kind: kind, permissions: permissions, uid: caller.uid, gid: caller.gid, now: now)
+            let now = nowNanoseconds()
+            // A new file's times come from the kernel's own clock tick (see coarseNowNanoseconds); its
+            // directory's stay on the fine clock, so that they never step back behind an earlier change.
+            var node = Inode(id: state.nextID, kind: kind, permissions: permissions, uid: caller.uid, gid: caller.gid,
+                             now: kind == .file ? coarseNowNanoseconds() : now)
             // setgid directories pass their group (and, for directories, the bit) on, as the kernel expects.
             if parentRecord.permissions & UInt32(S_ISGID) != 0 {
                 node.gid = parentRecord.gid

@@ -107,11 +107,15 @@ final class DataPathTests: XCTestCase {
     }
 
     /// New files are stamped with the kernel's own coarse clock, so that with the write-back cache a
-    /// write in the same clock tick leaves the times alone and the kernel has none to push back.
+    /// write in the same clock tick leaves the times alone and the kernel has none to push back; their
+    /// directory keeps the fine clock, so its times never step back behind an earlier change.
     func testNewFilesAreStampedOnTheKernelsClockTick() throws {
         let tv = try TestVault()
         let v = try tv.open()
         for k in 0..<20 {
+            v.release(try v.create(in: Inode.rootID, name: "scratch", permissions: 0o644, caller: .current))
+            try v.unlink(in: Inode.rootID, name: "scratch")
+            let directoryBefore = try v.attributes(Inode.rootID)
             let before = coarseNowNanoseconds()
             let h = try v.create(in: Inode.rootID, name: "f\(k)", permissions: 0o644, caller: .current)
             let after = coarseNowNanoseconds()
@@ -120,6 +124,9 @@ final class DataPathTests: XCTestCase {
             for (what, time) in [("mtime", node.modificationTime), ("ctime", node.changeTime)] {
                 XCTAssertTrue(before <= time && time <= after, "file \(k) \(what) \(time) outside the tick [\(before), \(after)]")
             }
+            let directory = try v.attributes(Inode.rootID)
+            XCTAssertGreaterThanOrEqual(directory.modificationTime, directoryBefore.modificationTime, "directory mtime stepped back at file \(k)")
+            XCTAssertGreaterThanOrEqual(directory.changeTime, directoryBefore.changeTime, "directory ctime stepped back at file \(k)")
         }
         try v.close()
     }
