@@ -111,8 +111,12 @@ final class ConcurrencyTests: MountTestCase {
         let sized = blobs.map { ($0, (try? FileManager.default.attributesOfItem(atPath: mv.vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
         let bad = try XCTUnwrap(sized.max { $0.1 < $1.1 }).0
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: mv.vault + "/blobs/" + bad))
+        // Flip the byte's bits: writing a fixed value left the blob intact whenever the random
+        // ciphertext already held that value there (one run in 256).
         try handle.seek(toOffset: 40_000)
-        handle.write(Data([0xFF]))
+        let original = try XCTUnwrap(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: 40_000)
+        handle.write(Data([original ^ 0xFF]))
         try handle.close()
         try mv.mount()
         let r = try mv.execute("/bin/bash", ["-c", "cd '\(mv.mountpoint)'; cat good.txt; cat bad.bin > /dev/null"])
