@@ -1,4 +1,4 @@
-# Shared by bench.sh and trace-requests.sh (sourced, not run): the workspace, the tree of small
+# Shared by the benchmark scripts (sourced, not run): the workspace, the timing helpers, the tree of small
 # files, and how each target is mounted and unmounted. mount_target also needs PASSTHROUGH (the
 # compiled libfuse example) for the passthrough target.
 
@@ -14,6 +14,9 @@ prepare_workspace() {
   export XDG_DATA_HOME="$W/xdg" VAULTAIRE_KEYCHAIN=file
   printf 'bench passphrase\n' > "$W/pw"
 }
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }  # seconds from time $1 to time $2
 
 remove_workspace() {
   for m in "$W"/*/mnt; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done

@@ -28,8 +28,8 @@ gcc -O2 -Wall /usr/share/doc/libfuse3-dev/examples/passthrough.c -I/usr/share/do
 
 make_tree "$SMALL" "$W/small.tar"
 
-now() { date +%s.%N; }
-elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }
+# MB/s for $SEQ_MB MiB moved between times $1 and $2.
+seq_rate() { python3 -c "print(f'{$SEQ_MB*1.048576/($2-$1):.0f}')"; }
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
 
@@ -44,16 +44,16 @@ run_target() {  # $1 target, $2 run
   settle
   mount_target "$t" "$d" || { echo "  $t: mount failed"; return; }
   s=$(now); dd if=/dev/zero of="$MNT/seq" bs=1M count="$SEQ_MB" conv=fsync status=none; e=$(now)
-  R[$t,seqwrite,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
+  R[$t,seqwrite,$r]=$(seq_rate $s $e)
   drop_caches
   s=$(now); dd if="$MNT/seq" of=/dev/null bs=1M status=none; e=$(now)
-  R[$t,seqread,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
+  R[$t,seqread,$r]=$(seq_rate $s $e)
   # The same read with the backing files already in the host's page cache (the mount's own cache
   # still dropped): what the FUSE path and the cipher cost, without the disk's moods.
   drop_caches
   find "$d/back" -type f -exec cat {} + > /dev/null
   s=$(now); dd if="$MNT/seq" of=/dev/null bs=1M status=none; e=$(now)
-  R[$t,seqreadwarm,$r]=$(python3 -c "print(f'{$SEQ_MB*1.048576/($e-$s):.0f}')")
+  R[$t,seqreadwarm,$r]=$(seq_rate $s $e)
   rm -f "$MNT/seq"
   for rw in randread randwrite; do
     R[$t,$rw,$r]=$(cd "$MNT" && fio --name=r --rw=$rw --bs=4k --size=256m --runtime=8 --time_based --ioengine=psync \

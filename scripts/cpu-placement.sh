@@ -29,10 +29,10 @@ for round in $(seq "$ROUNDS"); do
         apart) taskset -a -p -c 1 "$pid" >/dev/null; run=(taskset -c 0) ;;
       esac
       sync; sleep 2
-      s=$(date +%s.%N); "${run[@]}" tar -C "$MNT" -xf "$W/small.tar"; e=$(date +%s.%N)
+      s=$(now); "${run[@]}" tar -C "$MNT" -xf "$W/small.tar"; e=$(now)
       sync; sleep 2
-      s2=$(date +%s.%N); "${run[@]}" rm -rf "$MNT/tree"; e2=$(date +%s.%N)
-      TAR[$t-$placement]+=" $(echo "$e - $s" | bc)"; RM[$t-$placement]+=" $(echo "$e2 - $s2" | bc)"
+      s2=$(now); "${run[@]}" rm -rf "$MNT/tree"; e2=$(now)
+      TAR[$t-$placement]+=" $(elapsed $s $e)"; RM[$t-$placement]+=" $(elapsed $s2 $e2)"
       unmount_target "$t"
       rm -rf "$d"
     done
