@@ -14,8 +14,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        // Reads and writes the FUSE device for libfuse, to negotiate what libfuse 3.14 cannot.
-        .target(name: "CFuseWire"),
+        // Reads and writes the FUSE device for libfuse, to negotiate what libfuse 3.14 cannot, and
+        // serves FUSE over io_uring (liburing, Debian's liburing-dev) where the kernel allows it.
+        .target(name: "CFuseWire", linkerSettings: [.linkedLibrary("uring")]),
 
         // libsecret (Debian's libsecret-1-dev). Its pkg-config adds -pthread, which SwiftPM warns about,
         // so the include paths are given here directly.

@@ -15,11 +15,19 @@ prepare_workspace() {
   printf 'bench passphrase\n' > "$W/pw"
 }
 
+# FUSE over io_uring is switched by the fuse module's enable_uring (Linux 6.14+). URING_FOUND is its
+# value as found, empty where the kernel lacks it or it cannot be changed here; the vaultaire-uring
+# target turns it on for its own mount and puts the found value back when it unmounts.
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_FOUND=""
+[ -w "$URING_PARAM" ] && URING_FOUND=$(cat "$URING_PARAM")
+
 now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.3f}')"; }  # seconds from time $1 to time $2
 
 remove_workspace() {
   for m in "$W"/*/mnt; do mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }; done
+  [ -n "$URING_FOUND" ] && echo "$URING_FOUND" > "$URING_PARAM"
   rm -rf "$W"
 }
 
@@ -42,7 +50,8 @@ mount_target() {  # $1 = target, $2 = dir; sets MNT
   case "$t" in
     plain) MNT="$d/back" ;;
     passthrough) "$PASSTHROUGH" -o "modules=subdir,subdir=$d/back" "$MNT" ;;
-    vaultaire|vaultaire-nx)
+    vaultaire|vaultaire-nx|vaultaire-uring)
+      [ "$t" = vaultaire-uring ] && echo Y > "$URING_PARAM"
       VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" init "$d/back/v" --passphrase-file "$W/pw" --kdf-iterations 1000 \
         --recovery-iterations 1000 --recovery-phrase-out "$d/phrase" >/dev/null
       VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/back/v" "$MNT" --passphrase-file "$W/pw" \
@@ -62,5 +71,10 @@ mount_target() {  # $1 = target, $2 = dir; sets MNT
 
 unmount_target() {
   [ "$1" = plain ] && return
-  if [ "${1%-nx}" = vaultaire ]; then "$VAULTAIRE" unmount "$MNT" >/dev/null; else fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"; fi
+  case "$1" in
+    vaultaire*) "$VAULTAIRE" unmount "$MNT" >/dev/null ;;
+    *) fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" ;;
+  esac
+  [ "$1" = vaultaire-uring ] && echo "$URING_FOUND" > "$URING_PARAM"
+  return 0
 }

@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 
 RUNS="${1:-3}"; SEQ_MB="${2:-1024}"; SMALL="${3:-10000}"; SCALE="${4:-100000}"
 # vaultaire-nx: Vaultaire mounted with --no-xattrs (securefs has no extended attributes on Linux).
-TARGETS="${BENCH_TARGETS:-plain passthrough vaultaire vaultaire-nx gocryptfs securefs cryfs}"
+# vaultaire-uring: Vaultaire served through FUSE over io_uring, which this script turns on for that
+# target's runs only (the fuse module's enable_uring; Linux 6.14+) — left out where the kernel lacks it.
+TARGETS="${BENCH_TARGETS:-plain passthrough vaultaire vaultaire-nx vaultaire-uring gocryptfs securefs cryfs}"
 
 scripts/install-deps.sh >/dev/null
 missing=()
@@ -78,6 +80,11 @@ echo "Vaultaire benchmark — $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -r),
 dev=$(findmnt -no SOURCE -T "$W"); fstype=$(findmnt -no FSTYPE -T "$W")
 journal=""; [ "$fstype" = ext4 ] && { [ "$(cat /sys/fs/ext4/"$(basename "$dev")"/journal_task 2>/dev/null)" = "<none>" ] && journal=" (no journal)" || journal=" (journaled)"; }
 echo "host filesystem: $fstype$journal on $dev"
+if [ -n "$URING_FOUND" ]; then
+  echo "FUSE over io_uring: in this kernel, fuse.enable_uring=$URING_FOUND as found (what the vaultaire and vaultaire-nx targets get); on for vaultaire-uring's runs"
+else
+  TARGETS=$(echo " $TARGETS " | sed 's/ vaultaire-uring / /'); echo "FUSE over io_uring: not in this kernel (or not switchable here); no vaultaire-uring target"
+fi
 echo "versions: vaultaire $(git rev-parse --short HEAD 2>/dev/null), $(gocryptfs -version 2>/dev/null | head -1 | cut -d';' -f1), securefs $(securefs version 2>/dev/null | head -1 | awk '{print $NF}'), $(cryfs --version 2>/dev/null | head -1), libfuse $(pkg-config --modversion fuse3)"
 # Each run starts the list one target later, so no target always follows the same neighbour.
 rotated() {  # $1 = run number
@@ -88,7 +95,7 @@ rotated() {  # $1 = run number
 for r in $(seq 1 "$RUNS"); do
   for t in $(rotated "$r"); do
     [ "$t" = passthrough ] && [ -z "$PASSTHROUGH" ] && continue
-    command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "${t%-nx}" = vaultaire ] || continue
+    command -v "$t" >/dev/null || [ "$t" = plain ] || [ "$t" = passthrough ] || [ "${t%%-*}" = vaultaire ] || continue
     echo "  run $r: $t" >&2
     run_target "$t" "$r"
   done
@@ -116,21 +123,23 @@ work = [("seqwrite", "seq write MB/s", True), ("seqread", "seq read MB/s (cold)"
         ("randwrite", "rand 4K write IOPS", True), ("tarx", "tar x files/s", True), ("lslr", "ls -lR s", False),
         ("statall", "stat all s", False), ("rmrf", "rm -rf s", False)]
 peers = [t for t in ("gocryptfs", "securefs") if t in targets]
-nx = "vaultaire-nx" in targets
-print("| workload | " + " | ".join(targets) + " | vaultaire ÷ best peer | vaultaire ÷ passthrough |"
-      + (" vaultaire-nx ÷ best peer |" if nx else ""))
-print("|---|" + "---|" * (len(targets) + 2 + nx))
+# Every Vaultaire variant against the best peer; the default and the io_uring mount against passthrough.
+to_peer = [t for t in targets if t.startswith("vaultaire")]
+to_passthrough = [t for t in ("vaultaire", "vaultaire-uring") if t in targets]
+print("| workload | " + " | ".join(targets) + " | " + " | ".join(f"{t} ÷ best peer" for t in to_peer) + " | "
+      + " | ".join(f"{t} ÷ passthrough" for t in to_passthrough) + " |")
+print("|---|" + "---|" * (len(targets) + len(to_peer) + len(to_passthrough)))
 for key, label, higher in work:
     row = [m.get((t, key)) for t in targets]
-    v = m.get(("vaultaire", key))
     pv = [m.get((p, key)) for p in peers if m.get((p, key))]
     best = (max(pv) if higher else min(pv)) if pv else None
     pt = m.get(("passthrough", key))
     def ratio(a, b):
         if not a or not b: return "–"
         return f"{(a / b if higher else b / a):.2f}×"
-    print(f"| {label} | " + " | ".join("–" if x is None else f"{x:g}" for x in row) + f" | {ratio(v, best)} | {ratio(v, pt)} |"
-          + (f" {ratio(m.get(('vaultaire-nx', key)), best)} |" if nx else ""))
+    print(f"| {label} | " + " | ".join("–" if x is None else f"{x:g}" for x in row) + " | "
+          + " | ".join(ratio(m.get((t, key)), best) for t in to_peer) + " | "
+          + " | ".join(ratio(m.get((t, key)), pt) for t in to_passthrough) + " |")
 print("\nRatios above 1 mean Vaultaire is better (for times: faster).")
 PY
 

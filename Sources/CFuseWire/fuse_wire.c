@@ -2,12 +2,13 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include "fuse_ring.h"
 #include "fuse_wire.h"
 
 // INIT is the first request and is answered before any other is read, so these need no lock.
 static uint64_t init_unique;
-static int init_seen;
-static uint32_t kernel_offers;
+static int init_seen, init_answered;
+static uint64_t kernel_offers;  // INIT's flags, with flags2 as the high half when FUSE_INIT_EXT is set
 static volatile int killpriv_v2_accepted;
 
 static __thread int request_kills_setid;
@@ -28,38 +29,52 @@ static int kills_setid(const struct fuse_in_header *in, const void *body, size_t
     }
 }
 
-ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata) {
-    (void)userdata;
-    ssize_t n = read(fd, buf, len);
+void vaultaire_wire_note_request(const void *request, size_t length) {
     request_kills_setid = 0;
-    if (n < (ssize_t)sizeof(struct fuse_in_header)) return n;
-    const struct fuse_in_header *in = buf;
-    const void *body = (const char *)buf + sizeof *in;
-    size_t body_len = (size_t)n - sizeof *in;
+    if (length < sizeof(struct fuse_in_header)) return;
+    const struct fuse_in_header *in = request;
+    const void *body = (const char *)request + sizeof *in;
+    size_t body_len = length - sizeof *in;
     if (in->opcode == FUSE_INIT && !init_seen && body_len >= 16) {
-        // major, minor, max_readahead, flags: the flags word is where HANDLE_KILLPRIV_V2 lives.
+        // major, minor, max_readahead, flags, then (protocol 7.36+) flags2.
         const struct fuse_init_in *init = body;
         init_unique = in->unique;
         kernel_offers = init->flags;
+        if ((init->flags & FUSE_INIT_EXT) && body_len >= 20) kernel_offers |= (uint64_t)init->flags2 << 32;
         init_seen = 1;
     } else if (killpriv_v2_accepted) {
         request_kills_setid = kills_setid(in, body, body_len);
     }
+}
+
+ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata) {
+    (void)userdata;
+    ssize_t n = read(fd, buf, len);
+    vaultaire_wire_note_request(buf, n > 0 ? (size_t)n : 0);
     return n;
 }
 
 ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userdata) {
     (void)userdata;
-    if (init_seen && !killpriv_v2_accepted && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
+    ssize_t taken;
+    if (vaultaire_ring_take_reply(iov, count, &taken)) return taken;
+    if (init_seen && !init_answered && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
         const struct fuse_out_header *out = iov[0].iov_base;
-        if (out->unique == init_unique && out->error == 0 && iov[1].iov_len >= 16
-            && (kernel_offers & FUSE_HANDLE_KILLPRIV_V2)) {
+        if (out->unique == init_unique && out->error == 0 && iov[1].iov_len >= 16) {
             struct fuse_init_out *reply = iov[1].iov_base;
-            // V2 replaces V1: the kernel then sends explicit kill flags and stops asking for
-            // security.capability before each write of an inode it has already checked.
-            reply->flags = (reply->flags & ~(uint32_t)FUSE_HANDLE_KILLPRIV) | FUSE_HANDLE_KILLPRIV_V2;
+            int killpriv_v2 = (kernel_offers & FUSE_HANDLE_KILLPRIV_V2) != 0;
+            if (killpriv_v2) {
+                // V2 replaces V1: the kernel then sends explicit kill flags and stops asking for
+                // security.capability before each write of an inode it has already checked.
+                reply->flags = (reply->flags & ~(uint32_t)FUSE_HANDLE_KILLPRIV) | FUSE_HANDLE_KILLPRIV_V2;
+            }
+            int ring = vaultaire_ring_amend_init_reply(reply, iov[1].iov_len, kernel_offers);
             ssize_t n = writev(fd, iov, count);
-            if (n >= 0) killpriv_v2_accepted = 1;
+            if (n >= 0) {
+                init_answered = 1;
+                if (killpriv_v2) killpriv_v2_accepted = 1;
+                if (ring) vaultaire_ring_init_reply_sent();
+            }
             return n;
         }
     }

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -15,4 +17,12 @@ int vaultaire_disable_core_dumps(void) {
     struct rlimit none = {0, 0};
     if (setrlimit(RLIMIT_CORE, &none) != 0) return -1;
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+void vaultaire_background_thread(const char *name) {
+    cpu_set_t process_cpus;
+    // The main thread's mask is the process's: nothing pins it.
+    if (sched_getaffinity(getpid(), sizeof process_cpus, &process_cpus) == 0)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof process_cpus, &process_cpus);
+    (void)pthread_setname_np(pthread_self(), name);
 }

@@ -73,6 +73,7 @@ final class BlobReaper: @unchecked Sendable {
         var thread = pthread_t()
         let raw = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&thread, nil, { arg in
+            FileSystem.becomeBackgroundThread(named: "vaultaire-reap")
             Unmanaged<BlobReaper>.fromOpaque(arg!).takeRetainedValue().run()
             return nil
         }, raw)

@@ -15,6 +15,9 @@ public struct MountOptions {
     public var foreground = false
     /// Unmount after this many seconds without a request.
     public var idleSeconds: Int?
+    /// Serve through FUSE over io_uring when the kernel allows it (Linux 6.14+ with the fuse module's
+    /// enable_uring parameter on); otherwise, or when false, through reads and writes of /dev/fuse.
+    public var kernelRing = true
     /// Extra libfuse options from `-o` (allow_other and the like).
     public var extra: [String] = []
     public init() {}
@@ -89,10 +92,20 @@ public enum Mounter {
             SecureBytes.relockAll()
         }
         _ = fuse_set_signal_handlers(session)
+        if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
+            // If the rings cannot be set up, the device loop alone serves, as without io_uring.
+            _ = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
+                var buffer = fuse_buf()
+                buffer.size = length
+                buffer.mem = request
+                fuse_session_process_buf(OpaquePointer(context), &buffer)
+            }, UnsafeMutableRawPointer(session))
+        }
         if let idle = options.idleSeconds { startIdleWatch(mounted, session: session, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
+        vaultaire_ring_finish()  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         if let e = mounted.closeError { throw e }

@@ -1,3 +1,4 @@
+internal import CFuseWire
 import Glibc
 
 /// Each worker thread's buffer for read replies, kept for the thread's life instead of allocated and
@@ -21,6 +22,10 @@ enum ReplyBuffers {
     /// Runs `body` with this thread's buffer, `size` bytes of it. A request larger than `capacity`
     /// (which the kernel does not send) gets a buffer of its own, zeroed after use.
     static func withBuffer<R>(size: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        if let inPlace = vaultaire_ring_reply_buffer(size) {
+            // A request that came through io_uring: its reply is built where the kernel takes it from.
+            return try body(UnsafeMutableRawBufferPointer(start: inPlace, count: size))
+        }
         guard size <= capacity else {
             let own = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
             defer {

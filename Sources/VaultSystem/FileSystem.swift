@@ -45,6 +45,10 @@ public enum FileSystem {
     /// No core dumps and no same-user ptrace while keys are held (prctl PR_SET_DUMPABLE 0).
     public static func disableCoreDumps() -> Bool { vaultaire_disable_core_dumps() == 0 }
 
+    /// For a thread that works in the background: named (as ps and /proc show it), and free to run on
+    /// any of the process's CPUs whichever thread started it.
+    public static func becomeBackgroundThread(named name: String) { vaultaire_background_thread(name) }
+
     public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
         if mkdir(path, mode) != 0 && errno != EEXIST {
             throw SystemError(errno: errno, operation: "mkdir", path: path)

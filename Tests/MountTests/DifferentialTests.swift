@@ -40,6 +40,21 @@ final class DifferentialTests: MountTestCase {
     }
 
     func testRandomOperationsMatchAPlainDirectory() throws {
+        try randomOperationsMatchAPlainDirectory()
+    }
+
+    /// The same, with every request served through FUSE over io_uring.
+    func testRandomOperationsMatchAPlainDirectoryThroughIoUring() throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try randomOperationsMatchAPlainDirectory {
+            let activity = try self.mv.ringActivity()
+            XCTAssertGreaterThan(activity.submissions, 2 * activity.workers + 3000, "thousands of requests served through the rings")
+        }
+    }
+
+    func randomOperationsMatchAPlainDirectory(whileMounted check: () throws -> Void = {}) throws {
         try mv.mount()
         let plainRoot = mv.root + "/plain"
         try FileManager.default.createDirectory(atPath: plainRoot, withIntermediateDirectories: true)
@@ -89,6 +104,7 @@ final class DifferentialTests: MountTestCase {
             XCTAssertEqual(differing, [], "after batch \(batch): " + differing.map { "\($0): mount \(sa[$0] ?? "-") plain \(sb[$0] ?? "-")" }.joined(separator: "; "))
         }
         let before = try snapshot(b)
+        try check()
         try mv.unmount()
         try mv.verify()
         try mv.mount()

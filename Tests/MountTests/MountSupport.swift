@@ -64,7 +64,17 @@ final class MountedVault {
         XCTAssertTrue(isMounted, "mounted after the command returned", file: file, line: line)
     }
 
+    /// Set by tests that turned FUSE over io_uring on: each unmount first checks that requests were
+    /// served through the rings, not through /dev/fuse.
+    var expectRings = false
+
     func unmount(file: StaticString = #filePath, line: UInt = #line) throws {
+        if expectRings {
+            let activity = try ringActivity()
+            // Each worker submits twice to start (its entry, its stop watch), then once per request.
+            XCTAssertGreaterThan(activity.workers, 0, "io_uring workers", file: file, line: line)
+            XCTAssertGreaterThan(activity.submissions, 2 * activity.workers, "requests served through the rings", file: file, line: line)
+        }
         try vaultaire(["unmount", mountpoint], file: file, line: line)
         XCTAssertFalse(isMounted, file: file, line: line)
     }
@@ -80,9 +90,65 @@ final class MountedVault {
         try vaultaire(["verify", vault, "--passphrase-file", passphraseFile], file: file, line: line)
     }
 
+    /// The mount process serving this vault (daemonized, so found by its command line), if any.
+    func findMountProcess() -> pid_t? {
+        let fm = FileManager.default
+        let all = (try? fm.contentsOfDirectory(atPath: "/proc")) ?? []
+        return all.compactMap { Int32($0) }.filter { pid in
+            guard let raw = fm.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            let argv = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return argv.count >= 4 && argv[0].hasSuffix("vaultaire") && argv[1] == "mount" && argv[2] == vault
+        }.max()
+    }
+
+    func mountProcess() throws -> pid_t { try XCTUnwrap(findMountProcess(), "the mount process") }
+
+    /// The mount process's threads named by the io_uring workers, and how many submissions its rings
+    /// have taken from it (each served request is committed with one), read from the kernel's fdinfo.
+    func ringActivity() throws -> (workers: Int, submissions: Int) {
+        let pid = try mountProcess()
+        let fm = FileManager.default
+        let tasks = try fm.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let workers = tasks.filter {
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8))?.hasPrefix("vaultaire-ring") == true
+        }.count
+        var submissions = 0
+        for fd in try fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd") {
+            guard (try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == "anon_inode:[io_uring]",
+                  let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8) else { continue }
+            for line in info.split(separator: "\n") where line.hasPrefix("SqHead:") {
+                submissions += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
+            }
+        }
+        return (workers, submissions)
+    }
+
     func cleanup() {
         forceUnmount()
         try? FileManager.default.removeItem(atPath: root)
+    }
+}
+
+/// FUSE over io_uring (Linux 6.14+) is off unless the fuse module's `enable_uring` parameter is on.
+/// Tests that need it turn it on and put back what they found.
+enum KernelRings {
+    static let parameter = "/sys/module/fuse/parameters/enable_uring"
+
+    /// Turns the parameter on; returns its previous value for `restore`. Skips the test on a kernel
+    /// without FUSE over io_uring.
+    static func enable() throws -> String {
+        guard let found = try? String(contentsOfFile: parameter, encoding: .utf8) else {
+            throw XCTSkip("this kernel has no FUSE over io_uring (\(parameter) is missing; Linux 6.14+)")
+        }
+        guard FileManager.default.isWritableFile(atPath: parameter) else {
+            throw XCTSkip("\(parameter) is not writable here (needs root)")
+        }
+        try "Y".write(toFile: parameter, atomically: false, encoding: .utf8)
+        return found.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func restore(_ value: String) {
+        try? value.write(toFile: parameter, atomically: false, encoding: .utf8)
     }
 }
 

@@ -2,7 +2,16 @@ import Foundation
 import XCTest
 
 final class OrdinaryToolsTests: MountTestCase {
-    func testToolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
+    func testToolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws { try toolsEditorsGitSQLiteAndNoPlaintextOnDisk() }
+
+    func testToolsEditorsGitSQLiteAndNoPlaintextOnDiskThroughIoUring() throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try toolsEditorsGitSQLiteAndNoPlaintextOnDisk()
+    }
+
+    func toolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
         try mv.mount()
         // A source tree outside the vault to copy in.
         try mv.execute("/bin/bash", ["-c", """
@@ -56,7 +65,16 @@ final class OrdinaryToolsTests: MountTestCase {
         try mv.unmount()
     }
 
-    func testErrnosMatchPOSIX() throws {
+    func testErrnosMatchPOSIX() throws { try errnosMatchPOSIX() }
+
+    func testErrnosMatchPOSIXThroughIoUring() throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try errnosMatchPOSIX()
+    }
+
+    func errnosMatchPOSIX() throws {
         try mv.mount()
         try mv.shell("""
             python3 - <<'PY'
@@ -110,7 +128,16 @@ final class OrdinaryToolsTests: MountTestCase {
     /// A streaming write reaches the mount as the kernel's write-back sends it — 1 MiB requests, many at
     /// once and out of order, each landing past the end before the ones it skips — and a write far past
     /// the end leaves a gap; both read back byte for byte, also after a remount and `verify`.
-    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws {
+    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws { try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() }
+
+    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBackThroughIoUring() throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack()
+    }
+
+    func streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws {
         try mv.mount()
         let check = """
             cmp big ../big.src
@@ -134,7 +161,16 @@ final class OrdinaryToolsTests: MountTestCase {
     /// Writing, truncating or chowning a set-user-ID or set-group-ID file clears those bits the way
     /// ext4 does (the set-group-ID bit when the group may execute or the writer is outside the group;
     /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.
-    func testSetIDBitsAreClearedOnWriteTruncateAndChown() throws {
+    func testSetIDBitsAreClearedOnWriteTruncateAndChown() throws { try setIDBitsAreClearedOnWriteTruncateAndChown() }
+
+    func testSetIDBitsAreClearedOnWriteTruncateAndChownThroughIoUring() throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try setIDBitsAreClearedOnWriteTruncateAndChown()
+    }
+
+    func setIDBitsAreClearedOnWriteTruncateAndChown() throws {
         try mv.mount(["-o", "allow_other"])
         let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
         try mv.shell("""

@@ -12,6 +12,10 @@
 ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata);
 ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userdata);
 
+// Notes what the device hooks need from a request (INIT's offers, set-ID flags); the device reader
+// calls it for every request it reads, the io_uring queues for every request they serve.
+void vaultaire_wire_note_request(const void *request, size_t length);
+
 // 1 if the request being served on this thread (write, truncating setattr or open, chown) asks
 // the filesystem to clear set-ID bits. libfuse serves a request on the thread that read it.
 int vaultaire_wire_request_kills_setid(void);

@@ -7,5 +7,8 @@ int vaultaire_syncfs(int fd);
 int vaultaire_start_writeback(int fd, long long offset, long long length);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps, no ptrace by same-uid processes. prctl is variadic.
 int vaultaire_disable_core_dumps(void);
+// Names the calling thread and lets it run on every CPU the process may use: a thread started while
+// serving a request on a CPU-pinned io_uring worker would otherwise inherit that one CPU.
+void vaultaire_background_thread(const char *name);
 
 #endif

@@ -8,13 +8,15 @@ import VaultSystem
 enum MountCommand {
     static let spec = CommandSpec(
         name: "mount", overview: "Unlock the vault and mount it as an ordinary folder; unmount to lock.",
-        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--idle <duration>] [-f] [-o <option>]",
+        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--no-io-uring] [--idle <duration>] [-f] [-o <option>]",
         arguments: [("<vault>", "The vault directory."), ("<mountpoint>", "An empty directory to mount on.")],
         options: [
             CommonOptions.passphraseFile,
             .init(long: "read-only", short: nil, valueName: nil, help: "Mount read-only."),
             .init(long: "no-xattrs", short: nil, valueName: nil,
                   help: "No extended attributes: saves the kernel's security.capability query on each new file's first write and on chown (see docs/PERFORMANCE.md)."),
+            .init(long: "no-io-uring", short: nil, valueName: nil,
+                  help: "Serve through reads and writes of /dev/fuse even where the kernel offers FUSE over io_uring (Linux 6.14+ with fuse.enable_uring=1)."),
             .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
             .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
             .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
@@ -29,6 +31,7 @@ enum MountCommand {
         options.readOnly = args.has("read-only")
         options.extendedAttributes = !args.has("no-xattrs")
         options.foreground = args.has("foreground")
+        options.kernelRing = !args.has("no-io-uring")
         options.extra = (args.repeated["option"] ?? []).flatMap { $0.split(separator: ",").map(String.init) }
         if let idle = args.value("idle") {
             guard let seconds = parseDuration(idle) else {
