@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   pkg-config libssl-dev                 # libcrypto: AES-256-GCM, PBKDF2, RAND_bytes
   libfuse3-dev fuse3                    # the mount, and fusermount3
+  liburing-dev                          # FUSE over io_uring, where the kernel offers it
   libsecret-1-dev gnome-keyring dbus libglib2.0-bin   # Secret Service keychain, and a real one for tests
   python3-mnemonic                      # the BIP-39 English word list for recovery phrases
   sqlite3 git rsync tar findutils coreutils psmisc    # ordinary tools the demo and the mount tests use
