@@ -94,7 +94,8 @@ int vaultaire_ring_kernel_allows(void) {
         if (fscanf(f, "%d", &disabled) != 1) disabled = 0;
         fclose(f);
     }
-    return disabled == 0;
+    // 2 switches io_uring off; 1 keeps it for privileged users, and setting up the rings tells which we are.
+    return disabled != 2;
 }
 
 // The kernel makes one queue per possible CPU and sends each request to the queue of the CPU its
