@@ -170,7 +170,7 @@ static uint64_t serve_entry(struct ring_entry *e) {
     serving_entry = NULL;
     // Every request that comes through a ring expects an answer (FORGET, which has none, stays on
     // the device); one left unanswered would hold its caller forever.
-    if (!e->replied) answer_error(e, in.unique, EIO);
+    if (!e->replied) answer_error(e, commit_id, EIO);
     return commit_id;
 }
 

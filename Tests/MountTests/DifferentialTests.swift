@@ -45,12 +45,11 @@ final class DifferentialTests: MountTestCase {
 
     /// The same, with every request served through FUSE over io_uring.
     func testRandomOperationsMatchAPlainDirectoryThroughIoUring() throws {
-        let previous = try KernelRings.enable()
-        defer { KernelRings.restore(previous) }
-        mv.expectRings = true
-        try randomOperationsMatchAPlainDirectory {
-            let activity = try self.mv.ringActivity()
-            XCTAssertGreaterThan(activity.submissions, 2 * activity.workers + 3000, "thousands of requests served through the rings")
+        try throughIoUring {
+            try randomOperationsMatchAPlainDirectory {
+                let activity = try self.mv.ringActivity()
+                XCTAssertGreaterThan(activity.submissions, 2 * activity.workers + 3000, "thousands of requests served through the rings")
+            }
         }
     }
 

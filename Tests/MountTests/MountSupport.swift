@@ -164,4 +164,13 @@ class MountTestCase: XCTestCase {
         mv?.cleanup()
         mv = nil
     }
+
+    /// Runs `body` with FUSE over io_uring switched on (skipping where the kernel lacks it); each
+    /// unmount in it checks that the rings served requests.
+    func throughIoUring(_ body: () throws -> Void) throws {
+        let previous = try KernelRings.enable()
+        defer { KernelRings.restore(previous) }
+        mv.expectRings = true
+        try body()
+    }
 }

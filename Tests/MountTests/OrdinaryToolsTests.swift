@@ -4,12 +4,7 @@ import XCTest
 final class OrdinaryToolsTests: MountTestCase {
     func testToolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws { try toolsEditorsGitSQLiteAndNoPlaintextOnDisk() }
 
-    func testToolsEditorsGitSQLiteAndNoPlaintextOnDiskThroughIoUring() throws {
-        let previous = try KernelRings.enable()
-        defer { KernelRings.restore(previous) }
-        mv.expectRings = true
-        try toolsEditorsGitSQLiteAndNoPlaintextOnDisk()
-    }
+    func testToolsEditorsGitSQLiteAndNoPlaintextOnDiskThroughIoUring() throws { try throughIoUring(toolsEditorsGitSQLiteAndNoPlaintextOnDisk) }
 
     func toolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
         try mv.mount()
@@ -67,12 +62,7 @@ final class OrdinaryToolsTests: MountTestCase {
 
     func testErrnosMatchPOSIX() throws { try errnosMatchPOSIX() }
 
-    func testErrnosMatchPOSIXThroughIoUring() throws {
-        let previous = try KernelRings.enable()
-        defer { KernelRings.restore(previous) }
-        mv.expectRings = true
-        try errnosMatchPOSIX()
-    }
+    func testErrnosMatchPOSIXThroughIoUring() throws { try throughIoUring(errnosMatchPOSIX) }
 
     func errnosMatchPOSIX() throws {
         try mv.mount()
@@ -130,12 +120,7 @@ final class OrdinaryToolsTests: MountTestCase {
     /// the end leaves a gap; both read back byte for byte, also after a remount and `verify`.
     func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws { try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() }
 
-    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBackThroughIoUring() throws {
-        let previous = try KernelRings.enable()
-        defer { KernelRings.restore(previous) }
-        mv.expectRings = true
-        try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack()
-    }
+    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBackThroughIoUring() throws { try throughIoUring(streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack) }
 
     func streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws {
         try mv.mount()
@@ -163,12 +148,7 @@ final class OrdinaryToolsTests: MountTestCase {
     /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.
     func testSetIDBitsAreClearedOnWriteTruncateAndChown() throws { try setIDBitsAreClearedOnWriteTruncateAndChown() }
 
-    func testSetIDBitsAreClearedOnWriteTruncateAndChownThroughIoUring() throws {
-        let previous = try KernelRings.enable()
-        defer { KernelRings.restore(previous) }
-        mv.expectRings = true
-        try setIDBitsAreClearedOnWriteTruncateAndChown()
-    }
+    func testSetIDBitsAreClearedOnWriteTruncateAndChownThroughIoUring() throws { try throughIoUring(setIDBitsAreClearedOnWriteTruncateAndChown) }
 
     func setIDBitsAreClearedOnWriteTruncateAndChown() throws {
         try mv.mount(["-o", "allow_other"])
