@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "caller_placement.h"
 #include "fuse_ring.h"
 #include "fuse_wire.h"
 
@@ -52,6 +53,7 @@ struct ring_entry {
     struct iovec iov[2];
     char *area;            // REBUILD_ROOM bytes, then the payload the kernel fills
     int replied;
+    int small_read;        // a read of less than VAULTAIRE_STEERED_READ_LIMIT: steer its reply
 };
 
 struct ring_worker {
@@ -160,6 +162,8 @@ static uint64_t serve_entry(struct ring_entry *e) {
         return commit_id;
     }
     size_t op_length = in.len - sizeof in - payload;
+    e->small_read = in.opcode == FUSE_READ && op_length >= sizeof(struct fuse_read_in)
+        && ((const struct fuse_read_in *)e->header.op_in)->size < VAULTAIRE_STEERED_READ_LIMIT;
     char *start = e->area + REBUILD_ROOM - op_length - sizeof in;
     memcpy(start, &in, sizeof in);
     memcpy(start + sizeof in, e->header.op_in, op_length);
@@ -172,6 +176,15 @@ static uint64_t serve_entry(struct ring_entry *e) {
     // the device); one left unanswered would hold its caller forever.
     if (!e->replied) answer_error(e, commit_id, EIO);
     return commit_id;
+}
+
+// Commits replies to small reads now, from SCHED_IDLE, so that the reader stays on this CPU (see
+// caller_placement.h); other replies go with the next wait.
+static void hand_over_beside_caller(struct ring_worker *w) {
+    if (!vaultaire_placement_wanted()) return;
+    vaultaire_placement_drop();
+    (void)io_uring_submit(&w->ring);
+    vaultaire_placement_restore();
 }
 
 static void *worker_thread(void *arg) {
@@ -194,6 +207,7 @@ static void *worker_thread(void *arg) {
     watch_stop(w);
     int live = ENTRIES_PER_WORKER, stopping = 0;
     while (live > 0 && !stopping) {
+        int replies = 0, small_reads = 0;
         int rc = io_uring_submit_and_wait(&w->ring, 1);
         if (rc < 0 && rc != -EINTR) break;
         struct io_uring_cqe *cqe;
@@ -209,8 +223,11 @@ static void *worker_thread(void *arg) {
             }
             uint64_t commit_id = serve_entry(&w->entries[index]);
             prepare_command(w, io_uring_get_sqe(&w->ring), index, RING_COMMIT_AND_FETCH, commit_id);
+            replies++;
+            small_reads += w->entries[index].small_read;
         }
         io_uring_cq_advance(&w->ring, seen);
+        if (replies > 0 && replies == small_reads && !stopping) hand_over_beside_caller(w);
     }
     return NULL;
 }
@@ -250,6 +267,7 @@ int vaultaire_ring_prepare(int fuse_fd, size_t max_payload, vaultaire_ring_serve
     rings.payload = max_payload;
     rings.serve = serve;
     rings.context = context;
+    (void)vaultaire_placement_prepare();
     rings.workers = calloc(count, sizeof *rings.workers);
     if (!rings.workers) return -ENOMEM;
     rings.worker_count = count;

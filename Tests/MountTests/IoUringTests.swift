@@ -63,6 +63,35 @@ final class IoUringTests: MountTestCase {
         try mv.verify()
     }
 
+    /// A program reading one small block at a time is answered beside it: the worker commits the reply
+    /// as SCHED_IDLE, so the reader is woken on the worker's CPU and takes it over at once (each such
+    /// read shows as the worker being switched out while runnable). The data read is right, and every
+    /// worker is back at SCHED_OTHER afterwards.
+    func testSmallReadsAreAnsweredBesideTheReaderAndTheWorkersKeepTheirPolicy() throws {
+        try mv.mount()
+        try mv.shell("head -c 16000000 /dev/urandom > '\(mv.root)/reference' && cp '\(mv.root)/reference' data")
+        try mv.unmount()
+        try mv.mount()  // a fresh mount: nothing of `data` is in the kernel's cache
+        let before = try mv.ringWorkerScheduling()
+        let reads = 3000
+        try mv.shell("""
+            python3 - <<'EOF'
+            import os, random
+            fd, ref = os.open('data', os.O_RDONLY), os.open('\(mv.root)/reference', os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead: one 4 KiB request per read
+            blocks = os.fstat(fd).st_size // 4096
+            for _ in range(\(reads)):
+                offset = random.randrange(blocks) * 4096
+                assert os.pread(fd, 4096, offset) == os.pread(ref, 4096, offset), offset
+            EOF
+            """)
+        let after = try mv.ringWorkerScheduling()
+        XCTAssertEqual(after.policies.count, 4 * sysconf(Int32(_SC_NPROCESSORS_CONF)))
+        XCTAssertEqual(Set(after.policies), [0], "every worker back at SCHED_OTHER")
+        // Without steering the workers sleep between requests and are almost never switched out.
+        XCTAssertGreaterThan(after.preemptions - before.preemptions, reads / 10, "readers took the workers' CPUs")
+    }
+
     /// SIGKILL cannot be caught: the kernel tears the rings down with the process, the mount is left
     /// disconnected and can be unmounted, and the vault opens again with what was fsynced.
     func testSIGKILLWhileServingLeavesAnUnmountableMountAndAVault() throws {

@@ -108,10 +108,7 @@ final class MountedVault {
     func ringActivity() throws -> (workers: Int, submissions: Int) {
         let pid = try mountProcess()
         let fm = FileManager.default
-        let tasks = try fm.contentsOfDirectory(atPath: "/proc/\(pid)/task")
-        let workers = tasks.filter {
-            (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8))?.hasPrefix("vaultaire-ring") == true
-        }.count
+        let workers = try ringWorkerThreads().count
         var submissions = 0
         for fd in try fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd") {
             guard (try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == "anon_inode:[io_uring]",
@@ -121,6 +118,32 @@ final class MountedVault {
             }
         }
         return (workers, submissions)
+    }
+
+    /// The /proc directories of the mount process's io_uring worker threads.
+    func ringWorkerThreads() throws -> [String] {
+        let pid = try mountProcess()
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        return tasks.map { "/proc/\(pid)/task/\($0)" }.filter {
+            (try? String(contentsOfFile: $0 + "/comm", encoding: .utf8))?.hasPrefix("vaultaire-ring") == true
+        }
+    }
+
+    /// Each ring worker's scheduling policy (field 41 of its stat: 0 is SCHED_OTHER, 5 SCHED_IDLE) and
+    /// how often, in all, the workers were switched out while runnable.
+    func ringWorkerScheduling() throws -> (policies: [Int], preemptions: Int) {
+        var policies: [Int] = [], preemptions = 0
+        for thread in try ringWorkerThreads() {
+            let stat = try String(contentsOfFile: thread + "/stat", encoding: .utf8)
+            // The name (field 2) is in parentheses and may hold spaces: count fields after its end.
+            let fields = stat[stat.range(of: ")", options: .backwards)!.upperBound...].split(separator: " ")
+            policies.append(Int(fields[41 - 3]) ?? -1)
+            let status = try String(contentsOfFile: thread + "/status", encoding: .utf8)
+            for line in status.split(separator: "\n") where line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                preemptions += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
+            }
+        }
+        return (policies, preemptions)
     }
 
     func cleanup() {
