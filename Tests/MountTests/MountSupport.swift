@@ -136,8 +136,9 @@ final class MountedVault {
         for thread in try ringWorkerThreads() {
             let stat = try String(contentsOfFile: thread + "/stat", encoding: .utf8)
             // The name (field 2) is in parentheses and may hold spaces: count fields after its end.
-            let fields = stat[stat.range(of: ")", options: .backwards)!.upperBound...].split(separator: " ")
-            policies.append(Int(fields[41 - 3]) ?? -1)
+            let nameEnd = try XCTUnwrap(stat.range(of: ")", options: .backwards), "a thread's stat line")
+            let fields = stat[nameEnd.upperBound...].split(separator: " ")
+            policies.append(fields.count > 41 - 3 ? Int(fields[41 - 3]) ?? -1 : -1)
             let status = try String(contentsOfFile: thread + "/status", encoding: .utf8)
             for line in status.split(separator: "\n") where line.hasPrefix("nonvoluntary_ctxt_switches:") {
                 preemptions += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
