@@ -48,7 +48,8 @@ static int runnable_tasks(void) {
 }
 
 int vaultaire_placement_wanted(void) {
-    if (!atomic_load_explicit(&usable, memory_order_relaxed)) return 0;
+    // Acquire: loadavg_fd was set before usable was.
+    if (!atomic_load_explicit(&usable, memory_order_acquire)) return 0;
     int runnable = runnable_tasks();
     return runnable >= 0 && runnable <= 1;
 }

@@ -12,8 +12,6 @@
 // the reply is handed over. (Through /dev/fuse, where any of the loop's threads may take the next
 // request, the same measured no clear gain, so it is not used there.)
 
-#include <stddef.h>
-
 // Replies to reads smaller than this are steered: random reads of a few KiB are answered one at a
 // time, each with its reader waiting. Larger reads are the kernel's read-ahead streams, where reader
 // and server are better on two CPUs; other requests were measured no faster (`tar x` a fifth slower).
@@ -29,7 +27,8 @@ int vaultaire_placement_prepare(void);
 // without this check, stalls of up to 100 ms).
 int vaultaire_placement_wanted(void);
 
-// Around the system call that hands the reply over; the second always restores SCHED_OTHER.
+// Around the system call that hands the reply over. The second restores SCHED_OTHER; should that ever
+// fail (limits lowered since the probe), the thread stays idle and no thread drops again.
 void vaultaire_placement_drop(void);
 void vaultaire_placement_restore(void);
 
