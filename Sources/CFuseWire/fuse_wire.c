@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <linux/fuse.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +14,24 @@ static uint64_t kernel_offers;  // INIT's flags, with flags2 as the high half wh
 static volatile int killpriv_v2_accepted;
 
 static __thread int request_kills_setid;
+
+static char read_ahead_path[256];
+static unsigned read_ahead_kib;
+
+void vaultaire_wire_set_read_ahead_after_init(const char *path, unsigned kib) {
+    if (snprintf(read_ahead_path, sizeof read_ahead_path, "%s", path) >= (int)sizeof read_ahead_path) return;
+    read_ahead_kib = kib;
+}
+
+static void set_read_ahead(void) {
+    if (read_ahead_kib == 0) return;
+    int fd = open(read_ahead_path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char text[16];
+    int n = snprintf(text, sizeof text, "%u\n", read_ahead_kib);
+    (void)!write(fd, text, (size_t)n);
+    close(fd);
+}
 
 static int kills_setid(const struct fuse_in_header *in, const void *body, size_t body_len) {
     switch (in->opcode) {
@@ -74,6 +94,7 @@ ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userda
                 init_answered = 1;
                 if (killpriv_v2) killpriv_v2_accepted = 1;
                 if (ring) vaultaire_ring_init_reply_sent();
+                set_read_ahead();
             }
             return n;
         }

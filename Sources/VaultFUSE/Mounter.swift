@@ -18,6 +18,11 @@ public struct MountOptions {
     /// Serve through FUSE over io_uring when the kernel allows it (Linux 6.14+ with the fuse module's
     /// enable_uring parameter on); otherwise, or when false, through reads and writes of /dev/fuse.
     public var kernelRing = true
+    /// The mount's read-ahead window in KiB (0 leaves the kernel's, 128 KiB). The kernel asks a FUSE
+    /// mount for the next part of a file it reads through in requests that fill this window; a wider
+    /// one keeps several in flight, which the mount's threads decrypt side by side (docs/PERFORMANCE.md,
+    /// eleventh round). Needs the right to write the mount's /sys/class/bdi entry (root).
+    public var readAheadKiB = 1024
     /// Extra libfuse options from `-o` (allow_other and the like).
     public var extra: [String] = []
     public init() {}
@@ -66,12 +71,17 @@ public enum Mounter {
             try? vault.close()
             throw Failure.setup("libfuse rejected the mount options")
         }
+        // Resolved before mounting: once mounted, looking at the path waits for the INIT this process answers.
+        let listedMountpoint = FileSystem.canonicalPath(mountpoint) ?? mountpoint
         guard fuse_session_mount(session, mountpoint) == 0 else {
             fuse_session_destroy(session)
             try? vault.close()
             throw Failure.setup("could not mount on \(mountpoint) (is /dev/fuse available, and fusermount3 installed?)")
         }
         mounted.session = session
+        if options.readAheadKiB > 0, let device = MountTable.mount(at: listedMountpoint)?.device {
+            vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(device)/read_ahead_kb", UInt32(options.readAheadKiB))
+        }
         var wire = fuse_custom_io()
         wire.read = vaultaire_wire_read
         wire.writev = vaultaire_wire_writev

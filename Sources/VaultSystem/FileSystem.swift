@@ -89,6 +89,13 @@ public enum FileSystem {
         return p.isEmpty ? "/" : p
     }
 
+    /// The path with symbolic links, "." and ".." resolved (realpath), or nil if it does not exist.
+    public static func canonicalPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     public static func fileMode(_ path: String) -> (mode: mode_t, uid: uid_t)? {
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }

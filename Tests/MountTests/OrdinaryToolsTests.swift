@@ -143,6 +143,28 @@ final class OrdinaryToolsTests: MountTestCase {
         try mv.unmount()
     }
 
+    /// The mount widens its own read-ahead window to 1 MiB once the kernel has taken the INIT reply, so
+    /// a streaming read reaches it as several large requests at once, decrypted side by side; a file read
+    /// cold that way, and from the middle, is byte for byte what was written.
+    func testStreamingReadsGetTheMountsWiderReadAheadWindow() throws { try streamingReadsGetTheMountsWiderReadAheadWindow() }
+
+    func testStreamingReadsGetTheMountsWiderReadAheadWindowThroughIoUring() throws { try throughIoUring(streamingReadsGetTheMountsWiderReadAheadWindow) }
+
+    func streamingReadsGetTheMountsWiderReadAheadWindow() throws {
+        try mv.mount()
+        try mv.shell("""
+            window=$(cat /sys/class/bdi/$(mountpoint -d "$PWD")/read_ahead_kb)
+            [ "$window" = 1024 ] || { echo "read_ahead_kb $window"; exit 1; }
+            head -c $((40 * 1048576 + 12345)) /dev/urandom > ../stream.src
+            cp ../stream.src stream && sync
+            echo 3 > /proc/sys/vm/drop_caches
+            cmp stream ../stream.src
+            echo 3 > /proc/sys/vm/drop_caches
+            cmp <(tail -c +$((17 * 1048576 + 4097)) stream) <(tail -c +$((17 * 1048576 + 4097)) ../stream.src)
+            """)
+        try mv.unmount()
+    }
+
     /// Writing, truncating or chowning a set-user-ID or set-group-ID file clears those bits the way
     /// ext4 does (the set-group-ID bit when the group may execute or the writer is outside the group;
     /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.

@@ -20,4 +20,10 @@ void vaultaire_wire_note_request(const void *request, size_t length);
 // the filesystem to clear set-ID bits. libfuse serves a request on the thread that read it.
 int vaultaire_wire_request_kills_setid(void);
 
+// The mount's own read-ahead window, set once the kernel has taken the INIT reply (the reply's
+// max_readahead can only shrink the window, and the kernel applies it then): `path` names the
+// mount's /sys/class/bdi/<device>/read_ahead_kb. Without the right to write there (an unprivileged
+// mount) the kernel's window stays. Call before the device loop starts.
+void vaultaire_wire_set_read_ahead_after_init(const char *path, unsigned kib);
+
 #endif

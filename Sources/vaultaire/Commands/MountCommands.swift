@@ -80,7 +80,7 @@ enum UnmountCommand {
             throw CLIError.message("could not unmount \(mountpoint) (files still open? try again, or fusermount3 -uz)", .busy)
         }
         // The mount process persists and wipes after the kernel lets go; wait for its vault lock.
-        let lock = mount.vault + "/mount.lock"
+        let lock = mount.source + "/mount.lock"
         for _ in 0..<600 {
             let fd = open(lock, O_RDONLY | O_CLOEXEC)
             if fd < 0 { break }
@@ -101,39 +101,7 @@ enum StatusCommand {
     static func run(_ args: ParsedArguments) throws {
         let mounts = MountTable.vaultaireMounts()
         if mounts.isEmpty { print("No vault is mounted."); return }
-        for m in mounts { print("\(m.vault) on \(m.mountpoint)\(m.readOnly ? " (read-only)" : "")") }
-    }
-}
-
-/// Vaultaire mounts, read from /proc/self/mountinfo (fstype fuse.vaultaire; the source is the vault).
-enum MountTable {
-    struct Entry { let vault: String; let mountpoint: String; let readOnly: Bool }
-
-    static func vaultaireMounts() -> [Entry] {
-        guard let bytes = try? FileSystem.readFile("/proc/self/mountinfo") else { return [] }
-        var out: [Entry] = []
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            let fields = line.split(separator: " ").map(String.init)
-            guard let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count, fields[dash + 1] == "fuse.vaultaire" else { continue }
-            out.append(Entry(vault: unescape(fields[dash + 2]), mountpoint: unescape(fields[4]),
-                             readOnly: fields[5].split(separator: ",").contains("ro")))
-        }
-        return out
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as \ooo octal escapes.
-    static func unescape(_ s: String) -> String {
-        var out: [UInt8] = []
-        let u = Array(s.utf8)
-        var i = 0
-        while i < u.count {
-            if u[i] == 92, i + 3 < u.count, let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
-                out.append(v); i += 4
-            } else {
-                out.append(u[i]); i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        for m in mounts { print("\(m.source) on \(m.mountpoint)\(m.readOnly ? " (read-only)" : "")") }
     }
 }
 
