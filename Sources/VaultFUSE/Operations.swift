@@ -398,7 +398,8 @@ private let opRead: @convention(c) (fuse_req_t?, fuse_ino_t, Int, off_t, UnsafeM
     serve(req, "read") { mv in
         let h = try handle(fi)
         try ReplyBuffers.withBuffer(size: size) { buffer in
-            let n = try mv.vault.read(h, at: Int(offset), into: buffer)
+            let n = SplitRead.wanted(size: size) ? try SplitRead.read(mv.vault, h, at: Int(offset), into: buffer)
+                : try mv.vault.read(h, at: Int(offset), into: buffer)
             fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
         }
     }

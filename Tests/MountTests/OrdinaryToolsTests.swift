@@ -165,6 +165,62 @@ final class OrdinaryToolsTests: MountTestCase {
         try mv.unmount()
     }
 
+    /// Requests of 256 KiB and more are decrypted in two halves at once. Direct reads (which reach the
+    /// mount at exactly the size asked) return what one read would: whole, ending in either half, past
+    /// the end; and a damaged chunk in the second half fails the whole read with EIO.
+    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOne() throws { try largeReadsSplitInHalvesReadAsOneAndFailAsOne() }
+
+    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOneThroughIoUring() throws { try throughIoUring(largeReadsSplitInHalvesReadAsOneAndFailAsOne) }
+
+    func largeReadsSplitInHalvesReadAsOneAndFailAsOne() throws {
+        try mv.mount()
+        try mv.shell("""
+            head -c $((3 * 1048576 + 12345)) /dev/urandom > ../whole.src && cp ../whole.src whole
+            head -c $((1048576 + 12345)) /dev/urandom > damaged
+            """)
+        let directRead = """
+            import mmap, os, sys
+            def direct(name, offset, size):
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECT)
+                buffer = mmap.mmap(-1, size)
+                try: return bytes(buffer[:os.preadv(fd, [buffer], offset)])
+                finally: os.close(fd)
+            """
+        try mv.shell("""
+            python3 - <<'PY'
+            \(directRead)
+            plain = open('../whole.src', 'rb').read()
+            M = 1 << 20
+            for offset, size in [(0, M), (M, 512 * 1024), (2 * M + M // 2, M), (3 * M - 256 * 1024, M), (3 * M, M), (4 * M, M)]:
+                got = direct('whole', offset, size)
+                assert got == plain[offset:offset + size], (offset, size, len(got))
+            PY
+            """)
+        try mv.unmount()
+        // Damage a byte about four fifths into the smaller blob: a chunk in the second half of a 1 MiB read at 0.
+        let blobs = FileManager.default.enumerator(atPath: mv.vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
+        let sized = blobs.map { ($0, (try? FileManager.default.attributesOfItem(atPath: mv.vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
+        let damaged = try XCTUnwrap(sized.min { $0.1 < $1.1 })
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: mv.vault + "/blobs/" + damaged.0))
+        let at = UInt64(damaged.1 * 4 / 5)
+        try handle.seek(toOffset: at)
+        let original = try XCTUnwrap(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: at)
+        handle.write(Data([original ^ 0xFF]))
+        try handle.close()
+        try mv.mount()
+        try mv.shell("""
+            python3 - <<'PY'
+            \(directRead)
+            import errno
+            assert len(direct('damaged', 0, 512 * 1024)) == 512 * 1024  # the first half alone is intact
+            try: direct('damaged', 0, 1 << 20); raise SystemExit('a read over the damaged chunk returned data')
+            except OSError as e: assert e.errno == errno.EIO, e
+            PY
+            """)
+        try mv.unmount()
+    }
+
     /// Writing, truncating or chowning a set-user-ID or set-group-ID file clears those bits the way
     /// ext4 does (the set-group-ID bit when the group may execute or the writer is outside the group;
     /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.
