@@ -79,8 +79,9 @@ public enum Mounter {
             throw Failure.setup("could not mount on \(mountpoint) (is /dev/fuse available, and fusermount3 installed?)")
         }
         mounted.session = session
-        if options.readAheadKiB > 0, let device = MountTable.mount(at: listedMountpoint)?.device {
-            vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(device)/read_ahead_kb", UInt32(options.readAheadKiB))
+        // Only if the mount now visible there is a vault's (ours, unless another was stacked on it meanwhile).
+        if options.readAheadKiB > 0, let listed = MountTable.mount(at: listedMountpoint), listed.fileSystemType == "fuse.vaultaire" {
+            vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(listed.device)/read_ahead_kb", UInt32(options.readAheadKiB))
         }
         var wire = fuse_custom_io()
         wire.read = vaultaire_wire_read
