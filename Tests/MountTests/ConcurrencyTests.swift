@@ -107,17 +107,8 @@ final class ConcurrencyTests: MountTestCase {
         try mv.shell("echo 'healthy neighbour' > good.txt; head -c 100000 /dev/urandom > bad.bin")
         try mv.unmount()
         // Find bad.bin's blob: the larger one.
-        let blobs = FileManager.default.enumerator(atPath: mv.vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
-        let sized = blobs.map { ($0, (try? FileManager.default.attributesOfItem(atPath: mv.vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
-        let bad = try XCTUnwrap(sized.max { $0.1 < $1.1 }).0
-        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: mv.vault + "/blobs/" + bad))
-        // Flip the byte's bits: writing a fixed value left the blob intact whenever the random
-        // ciphertext already held that value there (one run in 256).
-        try handle.seek(toOffset: 40_000)
-        let original = try XCTUnwrap(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: 40_000)
-        handle.write(Data([original ^ 0xFF]))
-        try handle.close()
+        let bad = try XCTUnwrap(mv.blobSizes().max { $0.size < $1.size }).name
+        try mv.flipByte(ofBlob: bad, at: 40_000)
         try mv.mount()
         let r = try mv.execute("/bin/bash", ["-c", "cd '\(mv.mountpoint)'; cat good.txt; cat bad.bin > /dev/null"])
         XCTAssertEqual(r.stdout, "healthy neighbour\n")

@@ -86,6 +86,23 @@ final class MountedVault {
         if isMounted { _ = try? execute("/bin/fusermount3", ["-uz", mountpoint]) }
     }
 
+    /// The vault's content blobs (the 33-character names under blobs/) and their sizes.
+    func blobSizes() -> [(name: String, size: Int)] {
+        let names = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
+        return names.map { ($0, (try? FileManager.default.attributesOfItem(atPath: vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
+    }
+
+    /// Flips every bit of one byte of a blob: writing a fixed value left the blob intact whenever the
+    /// random ciphertext already held that value there (one run in 256).
+    func flipByte(ofBlob name: String, at offset: UInt64) throws {
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: vault + "/blobs/" + name))
+        try handle.seek(toOffset: offset)
+        let original = try XCTUnwrap(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: offset)
+        handle.write(Data([original ^ 0xFF]))
+        try handle.close()
+    }
+
     func verify(file: StaticString = #filePath, line: UInt = #line) throws {
         try vaultaire(["verify", vault, "--passphrase-file", passphraseFile], file: file, line: line)
     }

@@ -179,7 +179,7 @@ final class OrdinaryToolsTests: MountTestCase {
             head -c $((1048576 + 12345)) /dev/urandom > damaged
             """)
         let directRead = """
-            import mmap, os, sys
+            import mmap, os
             def direct(name, offset, size):
                 fd = os.open(name, os.O_RDONLY | os.O_DIRECT)
                 buffer = mmap.mmap(-1, size)
@@ -198,16 +198,8 @@ final class OrdinaryToolsTests: MountTestCase {
             """)
         try mv.unmount()
         // Damage a byte about four fifths into the smaller blob: a chunk in the second half of a 1 MiB read at 0.
-        let blobs = FileManager.default.enumerator(atPath: mv.vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
-        let sized = blobs.map { ($0, (try? FileManager.default.attributesOfItem(atPath: mv.vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
-        let damaged = try XCTUnwrap(sized.min { $0.1 < $1.1 })
-        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: mv.vault + "/blobs/" + damaged.0))
-        let at = UInt64(damaged.1 * 4 / 5)
-        try handle.seek(toOffset: at)
-        let original = try XCTUnwrap(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: at)
-        handle.write(Data([original ^ 0xFF]))
-        try handle.close()
+        let damaged = try XCTUnwrap(mv.blobSizes().min { $0.size < $1.size })
+        try mv.flipByte(ofBlob: damaged.name, at: UInt64(damaged.size * 4 / 5))
         try mv.mount()
         try mv.shell("""
             python3 - <<'PY'
