@@ -154,11 +154,26 @@ touch_cost() {  # mean ms of 200 creates
   local s e; s=$(now); for i in $(seq 200); do : > "$d/mnt/t-$1-$i"; done; e=$(now)
   python3 -c "print(f'{($e-$s)*1000/200:.3f}')"
 }
+single_touch() {  # median ms of 21 runs of touch(1), each creating one new file (the whole command: start, create, exit)
+  local s e times=""
+  for i in $(seq 21); do s=${EPOCHREALTIME/,/.}; touch "$d/mnt/one-$1-$i"; e=${EPOCHREALTIME/,/.}; times+=" $s:$e"; done
+  python3 -c "import statistics, sys; print(f'{statistics.median(float(b) - float(a) for a, b in (t.split(\":\") for t in sys.argv[1:])) * 1000:.3f}')" $times
+}
+small_create() {  # files/s of tar x of the $SMALL-file tree into a new directory
+  local s e; mkdir "$d/mnt/small-$1"; settle; s=$(now); tar -C "$d/mnt/small-$1" -xf "$W/small.tar"; e=$(now)
+  python3 -c "print(f'{$SMALL/($e-$s):.0f}')"
+}
 VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/v" "$d/mnt" >/dev/null
+settle  # the table's last rm -rf would otherwise slow the empty vault's creates (see settle)
 empty=$(touch_cost empty)
+empty_touch=$(single_touch empty)
+empty_small=$(small_create empty)
 make_tree "$SCALE" "$W/scale.tar"
 s=$(now); tar -C "$d/mnt" -xf "$W/scale.tar"; e=$(now)
+settle
 full=$(touch_cost full)
+full_touch=$(single_touch full)
+full_small=$(small_create full)
 "$VAULTAIRE" unmount "$d/mnt" >/dev/null
 s=$(now); VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/v" "$d/mnt" >/dev/null; e=$(now)
 mount_time=$(elapsed $s $e)
@@ -177,6 +192,10 @@ echo "| measure | value |"
 echo "|---|---|"
 echo "| create (: > file), empty vault | $empty ms |"
 echo "| create, vault of $SCALE files | $full ms ($(python3 -c "print(f'{$full/$empty:.2f}')")× the empty vault) |"
+echo "| a single touch(1) of a new file (the whole command), empty vault | $empty_touch ms |"
+echo "| a single touch(1), vault of $SCALE files | $full_touch ms ($(python3 -c "print(f'{$full_touch/$empty_touch:.2f}')")× the empty vault) |"
+echo "| tar x of $SMALL small files, empty vault | $empty_small files/s |"
+echo "| tar x of $SMALL small files, vault of $SCALE files | $full_small files/s ($(python3 -c "print(f'{$full_small/$empty_small:.2f}')")× the empty vault's rate) |"
 echo "| mount without KDF (remembered key), $SCALE files | $mount_time s |"
 echo "| mount process peak RSS after ls -lR of $SCALE files | $rss |"
 echo "| unlock + mount, credential through the KDF (600,000 iterations), empty vault | $kdf_mount s |"
