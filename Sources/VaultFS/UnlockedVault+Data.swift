@@ -61,8 +61,10 @@ extension UnlockedVault {
     /// Creates a regular file and opens it for writing.
     public func create(in parent: UInt64, name: String, permissions: UInt32, caller: Caller, exclusive: Bool = true) throws -> FileHandle {
         do {
-            let node = try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
-                                    device: 0, symlinkTarget: [], keepOpen: true)
+            let node = try retryingWhenFull {
+                try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
+                             device: 0, symlinkTarget: [], keepOpen: true)
+            }
             let file = try meta.withLock { () throws -> OpenFile in
                 guard let f = openFiles[node.id] else { throw FSError(ENOENT) }
                 return f
@@ -92,7 +94,7 @@ extension UnlockedVault {
         // Large writes at a known offset seal outside the lock, so concurrent ones use every core.
         let presealed = handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize ? nil
             : try f.presealWholeChunks(at: offset, from: data)
-        try f.lock.withLock {
+        try retryingWhenFull { try f.lock.withLock {
             let position = handle.append ? f.size : offset
             guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
             do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
@@ -102,7 +104,7 @@ extension UnlockedVault {
             meta.withLock {
                 touchInMemory(f.id) { $0.size = UInt64(size); $0.modificationTime = now; $0.changeTime = now }
             }
-        }
+        } }
         // A streaming write (the kernel sends them 1 MiB at a time): let the disk start on it now
         // rather than all at the final fsync, so that encrypting and writing out overlap.
         if let run = presealed, run.count * f.chunkSize >= 128 * 1024 {
@@ -122,7 +124,7 @@ extension UnlockedVault {
         defer { release(handle) }
         let f = handle.file
         let now = nowNanoseconds()
-        try f.lock.withLock {
+        try retryingWhenFull { try f.lock.withLock {
             if newSize < f.size {
                 try f.writeBack()
                 try meta.withLock {
@@ -137,24 +139,31 @@ extension UnlockedVault {
                     touchInMemory(id) { $0.size = UInt64(newSize); $0.modificationTime = now; $0.changeTime = now }
                 }
             }
-        }
+        } }
     }
 
     /// close(2) of one descriptor: data written back and its record journaled (not yet durable).
+    /// An error here is the caller's last chance to learn that its data did not reach the vault.
     public func flush(_ handle: FileHandle) throws {
         guard handle.writable else { return }
-        try commitFile(handle.file, durable: false)
+        try retryingWhenFull { try commitFile(handle.file, durable: false) }
     }
 
     /// fsync(2): the file's data and record are durable when this returns.
     public func fsync(_ handle: FileHandle) throws {
-        try commitFile(handle.file, durable: true)
+        try retryingWhenFull { try commitFile(handle.file, durable: true) }
     }
 
     /// The last close of a handle; an unlinked file's inode and blob go with its last handle.
     public func release(_ handle: FileHandle) {
         let f = handle.file
-        if handle.writable { try? commitFile(f, durable: false) }
+        if handle.writable {
+            do { try retryingWhenFull { try commitFile(f, durable: false) } } catch {
+                // The writer heard of it at flush or fsync; other handles may still save it later.
+                let lastHandle = meta.withLock { f.handles == 1 }
+                if lastHandle { discardUnsavedChanges(f, after: error) }
+            }
+        }
         let last: Bool = meta.withLock {
             f.handles -= 1
             if handle.writable { f.writers -= 1 }
@@ -169,6 +178,29 @@ extension UnlockedVault {
         if last {
             f.lock.withLock { f.dropCache() }
             meta.withLock { takeBackCache(f.cache) }
+        }
+    }
+
+    /// The last handle of a file closes while its changes cannot be written (the disk stays full, the
+    /// host fails). Its writers were told at flush or fsync; what the file keeps is what its blob holds,
+    /// so the record is brought back to the blob as after a crash, never left claiming chunks that did
+    /// not arrive (which would read as damage later).
+    func discardUnsavedChanges(_ f: OpenFile, after error: Error) {
+        f.lock.withLock {
+            f.dropCache()
+            meta.withLock {
+                if let held = heldBackHeaders.removeValue(forKey: f.id) { try? held.writeHeldBackHeader() }
+                guard var node = state.inodes[f.id] else { return }
+                let path = pathsByInode()[f.id]?.first ?? "(inode \(f.id))"
+                do {
+                    try reconcile(&node)
+                    state.inodes[f.id] = node
+                    dirtyInodes.insert(f.id)
+                    report("could not save \(path) (\(error)); it keeps \(node.size) bytes")
+                } catch let again {
+                    report("could not save \(path) (\(error)), nor bring it back to what is on disk (\(again))")
+                }
+            }
         }
     }
 

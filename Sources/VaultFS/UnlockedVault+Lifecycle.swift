@@ -110,7 +110,7 @@ extension UnlockedVault {
     /// and whole chunks written out of order leave holes until the chunks before them arrive. What
     /// survives is the longest run of authenticated chunks from the start, cut to the record's size;
     /// unsynced data beyond it is lost, never returned as something else.
-    private func reconcile(_ node: inout Inode) throws {
+    func reconcile(_ node: inout Inode) throws {
         if try FileBlob.isEmpty(path: layout.blobPath(node.blobID)) { return try recreateEmptyBlob(&node) }
         let (blob, info) = try openBlob(node, writable: true)
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }

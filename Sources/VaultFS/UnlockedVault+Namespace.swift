@@ -75,8 +75,18 @@ extension UnlockedVault {
             parentNode.modificationTime = now
             parentNode.changeTime = now
             if kind == .directory { parentNode.linkCount += 1 }
-            try commitChanges([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],
-                              deferred: keepOpen && kind == .file)
+            do {
+                try commitChanges([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],
+                                  deferred: keepOpen && kind == .file)
+            } catch {
+                // Nothing names the new file: take back its blob, so that a retry starts clean.
+                if kind == .file {
+                    heldBackHeaders[node.id] = nil
+                    if let open = openFiles.removeValue(forKey: node.id) { open.dropCache() }
+                    deleteBlob(node)
+                }
+                throw error
+            }
             return node
         }
     }

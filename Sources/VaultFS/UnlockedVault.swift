@@ -31,6 +31,9 @@ public final class UnlockedVault {
     func releaseLock() { lockFile = nil }
     let generations: Keychain?
     public internal(set) var notices: [String] = []
+    /// Where the engine reports what it could not do while serving (a save that failed, data that
+    /// failed authentication); the mount sends it to its log. Set before serving.
+    public var report: (String) -> Void = { _ in }
     public internal(set) var isClosed = false
 
     public static let maximumNameLength = 255
@@ -131,8 +134,30 @@ public final class UnlockedVault {
 
     public var fileCount: Int { meta.withLock { state.inodes.count } }
 
+    /// Whether any regular file is open (the idle timeout waits for none to be).
+    public var hasOpenFiles: Bool { meta.withLock { !openFiles.isEmpty } }
+
     /// Whether `key` is this vault's master key (constant-time).
     public func holdsMasterKey(_ key: SecureBytes) -> Bool { keys.master.constantTimeEquals(key) }
+
+    // MARK: A full disk
+
+    /// Runs `body`; when the host filesystem is full, waits for the blobs of deleted files still queued
+    /// for removal to go (freeing their space) and runs it once more. `rm` answers before the host frees
+    /// a blob, so without this the first writes after freeing space would fail. `body` must leave
+    /// nothing half done when it throws. Callers hold neither `meta` nor a file's lock.
+    func retryingWhenFull<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch where UnlockedVault.isNoSpace(error) {
+            // Retried even when nothing is queued now: the removal may have finished since the failure.
+            reaper.drain()
+            return try body()
+        }
+    }
+
+    static func isNoSpace(_ error: Error) -> Bool {
+        let e = FSError.errno(for: error)
+        return e == ENOSPC || e == EDQUOT
+    }
 
     // MARK: Journal
 

@@ -80,7 +80,8 @@ public enum Mounter {
         }
         mounted.session = session
         // Only if the mount now visible there is a vault's (ours, unless another was stacked on it meanwhile).
-        if options.readAheadKiB > 0, let listed = MountTable.mount(at: listedMountpoint), listed.fileSystemType == "fuse.vaultaire" {
+        let listed = MountTable.mount(at: listedMountpoint).flatMap { $0.fileSystemType == "fuse.vaultaire" ? $0 : nil }
+        if options.readAheadKiB > 0, let listed {
             vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(listed.device)/read_ahead_kb", UInt32(options.readAheadKiB))
         }
         var wire = fuse_custom_io()
@@ -102,6 +103,8 @@ public enum Mounter {
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
         }
+        // After daemonizing: the listening thread must run in the process that serves.
+        let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
         _ = fuse_set_signal_handlers(session)
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
             // If the rings cannot be set up, the device loop alone serves, as without io_uring.
@@ -112,28 +115,33 @@ public enum Mounter {
                 fuse_session_process_buf(OpaquePointer(context), &buffer)
             }, UnsafeMutableRawPointer(session))
         }
-        if let idle = options.idleSeconds { startIdleWatch(mounted, session: session, mountpoint: mountpoint, limit: idle) }
+        if let idle = options.idleSeconds { startIdleWatch(mounted, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         vaultaire_ring_finish()  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
+        witnesses?.finish(mounted.closeError)
         if let e = mounted.closeError { throw e }
     }
 
-    /// A thread that unmounts after `limit` seconds without requests.
-    private static func startIdleWatch(_ mounted: MountedVault, session: OpaquePointer, mountpoint: String, limit: Int) {
+    /// A thread that unmounts after `limit` seconds with no open file and no request. The unmount is
+    /// the ordinary one, not lazy: while any process still holds something in the mount (a working
+    /// directory, an open directory) the kernel refuses it, and the watch waits for another idle period
+    /// rather than cut a program off. Once the kernel lets go, the session ends as with any unmount.
+    private static func startIdleWatch(_ mounted: MountedVault, mountpoint: String, limit: Int) {
         final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
         let job = Job {
             while true {
                 sleep(1)
-                if mounted.idleSeconds >= Int64(limit) {
-                    mounted.log("idle for \(limit) s: unmounting \(mountpoint)")
-                    fuse_session_exit(session)
-                    _ = Subprocess.run(["fusermount3", "-u", "-z", mountpoint])
+                if mounted.vault.hasOpenFiles { mounted.touch(); continue }
+                guard mounted.idleSeconds >= Int64(limit) else { continue }
+                if Subprocess.run(["fusermount3", "-u", "-q", mountpoint]) == 0 {
+                    mounted.log("idle for \(limit) s: unmounted \(mountpoint) to lock the vault")
                     return
                 }
+                mounted.touch()
             }
         }
         var thread = pthread_t()

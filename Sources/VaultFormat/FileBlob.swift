@@ -69,7 +69,12 @@ public final class FileBlob {
         let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
         let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
                                            name: name, mimeType: mimeType, version: version)
-        if deferHeader { blob.unwrittenHeader = header } else { try fd.write(header, at: 0) }
+        if deferHeader { blob.unwrittenHeader = header } else {
+            do { try fd.write(header, at: 0) } catch {
+                _ = unlink(path)  // an empty blob would be left for nobody (the disk was full)
+                throw error
+            }
+        }
         return blob
     }
 

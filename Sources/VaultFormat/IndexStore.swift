@@ -134,7 +134,12 @@ public final class IndexStore {
         let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
-        try journal.append(rec.bytes)
+        do { try journal.append(rec.bytes) } catch {
+            // A record cut short (the disk filled mid-write) would make every later record unreadable:
+            // take it back, so the journal ends where the last whole record ends.
+            try? journal.truncate(to: journalBytes)
+            throw error
+        }
         waiting = []
         lastSeq = seq
         journalBytes += rec.bytes.count

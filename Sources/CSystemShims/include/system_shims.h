@@ -10,5 +10,11 @@ int vaultaire_disable_core_dumps(void);
 // Names the calling thread and lets it run on every CPU the process may use: a thread started while
 // serving a request on a CPU-pinned io_uring worker would otherwise inherit that one CPU.
 void vaultaire_background_thread(const char *name);
+/// A listening stream socket in the abstract namespace (no file: it goes with the process), or -1.
+int vaultaire_abstract_listen(const char *name);
+/// Connects to a listening abstract stream socket; the descriptor, or -1 with errno set.
+int vaultaire_abstract_connect(const char *name);
+/// The user ID of the process at the other end of a connected unix socket, or -1.
+long long vaultaire_peer_uid(int fd);
 
 #endif
