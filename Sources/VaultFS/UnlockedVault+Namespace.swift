@@ -142,22 +142,31 @@ extension UnlockedVault {
     private func removeEntry(parent: UInt64, name: String, node: Inode, now: Int64) throws {
         var p = try record(parent)
         p.modificationTime = now; p.changeTime = now
-        var changes: [IndexChange] = [.unlink(parent: parent, name: name)]
+        var changes = entryRemoval(parent: &p, name: name, node: node, now: now)
+        changes.append(.putInode(p))
+        try commitChanges(changes)
+        reapIfGone(node)
+    }
+
+    /// The changes that drop entry `name` → `node` from directory `parent` (whose record the caller
+    /// updates and journals, with its link count adjusted here). Caller holds `meta`.
+    private func entryRemoval(parent: inout Inode, name: String, node: Inode, now: Int64) -> [IndexChange] {
+        var changes: [IndexChange] = [.unlink(parent: parent.id, name: name)]
         if node.kind == .directory {
-            p.linkCount -= 1
+            parent.linkCount -= 1
             changes.append(.removeInode(node.id))
         } else {
             var n = node
             n.linkCount -= 1
             n.changeTime = now
-            if n.linkCount == 0 && openFiles[node.id] == nil {
-                changes.append(.removeInode(node.id))
-            } else {
-                changes.append(.putInode(n))
-            }
+            changes.append(n.linkCount == 0 && openFiles[node.id] == nil ? .removeInode(node.id) : .putInode(n))
         }
-        changes.append(.putInode(p))
-        try commitChanges(changes)
+        return changes
+    }
+
+    /// Queues a removed file's blob for the reaper, once the index no longer has the file. The reaper
+    /// makes the journal durable before it removes anything, so no durable record names a removed blob.
+    private func reapIfGone(_ node: Inode) {
         if node.kind == .file, state.inodes[node.id] == nil { reaper.remove(blobFiles(of: node)) }
     }
 
@@ -218,26 +227,32 @@ extension UnlockedVault {
             default:
                 break
             }
+            // One journal record for the whole rename, the replaced entry included: a crash or a full
+            // disk leaves either the old names or the new ones, never the target gone and the source
+            // not moved (an editor's save renames over the file it replaces).
+            var src = try record(parent)
+            var dst = newParent == parent ? src : try record(newParent)
             var changes: [IndexChange] = []
+            var victim: Inode?
             if let existing {
-                let victim = try record(existing)
+                let v = try record(existing)
                 if node.kind == .directory {
-                    guard victim.kind == .directory else { throw FSError(ENOTDIR) }
+                    guard v.kind == .directory else { throw FSError(ENOTDIR) }
                     guard try directoryEntries(existing).isEmpty else { throw FSError(ENOTEMPTY) }
-                } else if victim.kind == .directory {
+                } else if v.kind == .directory {
                     throw FSError(EISDIR)
                 }
-                try removeEntry(parent: newParent, name: newName, node: victim, now: now)
+                changes += entryRemoval(parent: &dst, name: newName, node: v, now: now)
+                victim = v
             }
+            if newParent == parent { src = dst }
             var moved = node
             moved.changeTime = now
             changes += [.unlink(parent: parent, name: name), .link(parent: newParent, name: newName, child: id)]
-            var src = try record(parent)
             src.modificationTime = now; src.changeTime = now
             if node.kind == .directory && parent != newParent { src.linkCount -= 1 }
             changes.append(.putInode(src))
             if newParent != parent {
-                var dst = try record(newParent)
                 dst.modificationTime = now; dst.changeTime = now
                 if node.kind == .directory { dst.linkCount += 1 }
                 changes.append(.putInode(dst))
@@ -245,7 +260,13 @@ extension UnlockedVault {
             if node.kind == .file && name != newName { moved.mimeType = MIMETypes.guess(for: newName) }
             changes.append(.putInode(moved))
             try commitChanges(changes)
-            if node.kind == .file && name != newName { try? resealHeader(moved, name: newName) }
+            if let victim { reapIfGone(victim) }
+            if node.kind == .file && name != newName {
+                do { try resealHeader(moved, name: newName) } catch {
+                    // The index holds the new name; the header's copy (for recovery tools) lags until the next write.
+                    report("rename: the sealed header of \(newName) keeps its old name: \(error)")
+                }
+            }
         }
     }
 

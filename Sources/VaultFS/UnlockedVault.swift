@@ -21,7 +21,7 @@ public final class UnlockedVault {
     /// Wiped one-chunk buffers of closed files, lent to the next files opened.
     var spareCaches: [SecureBytes] = []
     /// Removes deleted files' blobs off the request path.
-    let reaper = BlobReaper()
+    let reaper: BlobReaper
     /// Blob fan-out directories known to exist (by first byte of the blob ID).
     var fanOutReady: Set<UInt8> = []
     /// New files whose create is journaled with their close and whose blob header waits for the first
@@ -44,6 +44,10 @@ public final class UnlockedVault {
         self.readOnly = readOnly
         self.keys = KeySchedule(master: master)
         self.generations = generations
+        // fdatasync of the journal through a descriptor of its own, so the reaper needs no lock of the vault's.
+        reaper = BlobReaper(beforeRemoving: { [journal = layout.indexDirectory + "/journal"] in
+            (try? FileSystem.syncFileData(journal)) != nil
+        })
         if !readOnly { lockFile = try VaultLock.acquire(layout.lockFile) }
         if let stale = lockFile?.staleNotice { notices.append(stale) }
         index = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)

@@ -27,6 +27,11 @@ public enum FileSystem {
         try syncDirectory(containing: path)
     }
 
+    /// fdatasync(2) of the file at `path` through a descriptor of its own (symlinks are not followed).
+    public static func syncFileData(_ path: String) throws {
+        try FileDescriptor(path: path, flags: O_RDONLY | O_NOFOLLOW).dataSync()
+    }
+
     public static func syncDirectory(containing path: String) throws {
         try syncDirectory(parent(of: path))
     }
