@@ -11,7 +11,7 @@ public enum VaultAccess {
         public var iterations = KDFPolicy.vaultIterations
         public var recoveryIterations = KDFPolicy.recoveryIterations
         /// 4 KiB chunks: random 4 KiB I/O needs no read-modify-write and small files take one chunk;
-        /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md has the measurement).
+        /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md, "Chunk size").
         public var chunkSizeLog2: UInt8 = 12
         public init() {}
     }

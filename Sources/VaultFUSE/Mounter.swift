@@ -21,7 +21,7 @@ public struct MountOptions {
     /// The mount's read-ahead window in KiB (0 leaves the kernel's, 128 KiB). The kernel asks a FUSE
     /// mount for the next part of a file it reads through in requests that fill this window; a wider
     /// one keeps several in flight, which the mount's threads decrypt side by side (docs/PERFORMANCE.md,
-    /// eleventh round). Needs the right to write the mount's /sys/class/bdi entry (root).
+    /// "Read-ahead window"). Needs the right to write the mount's /sys/class/bdi entry (root).
     public var readAheadKiB = 1024
     /// Extra libfuse options from `-o` (allow_other and the like).
     public var extra: [String] = []

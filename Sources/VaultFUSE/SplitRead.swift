@@ -7,7 +7,7 @@ import VaultFS
 /// whose workers are pinned there, so the read-ahead of a program reading a file straight through
 /// would be decrypted on the reader's CPU while the other idles. Through /dev/fuse the loop's threads
 /// already take read-ahead requests side by side, and splitting still measured a little faster.
-/// Only requests big enough to outweigh waking a helper (docs/PERFORMANCE.md, eleventh round).
+/// Only requests big enough to outweigh waking a helper (docs/PERFORMANCE.md, "Read-ahead window").
 enum SplitRead {
     static let minimumSize = 256 * 1024
     /// Halves start on a multiple of this, so each stays on whole chunks (whose reads share the file's lock).
