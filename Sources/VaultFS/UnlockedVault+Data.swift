@@ -81,7 +81,7 @@ extension UnlockedVault {
         if let n = f.lock.withSharedLock({ f.readWholeChunksShared(at: offset, into: buffer) }) { return n }
         return try f.lock.withLock {
             do { return try f.read(at: offset, into: buffer) } catch let e as FormatError {
-                throw FSError(EIO, "file \(f.id): \(e)")
+                throw DamagedFile(inode: f.id, reason: "\(e)")
             }
         }
     }
@@ -98,7 +98,7 @@ extension UnlockedVault {
             let position = handle.append ? f.size : offset
             guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
             do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
-                throw FSError(EIO, "file \(f.id): \(e)")
+                throw DamagedFile(inode: f.id, reason: "\(e)")
             }
             let size = f.size
             meta.withLock {
@@ -134,7 +134,7 @@ extension UnlockedVault {
                 }
                 try f.truncate(to: newSize)
             } else {
-                do { try f.truncate(to: newSize) } catch let e as FormatError { throw FSError(EIO, "\(e)") }
+                do { try f.truncate(to: newSize) } catch let e as FormatError { throw DamagedFile(inode: id, reason: "\(e)") }
                 meta.withLock {
                     touchInMemory(id) { $0.size = UInt64(newSize); $0.modificationTime = now; $0.changeTime = now }
                 }

@@ -150,7 +150,7 @@ extension UnlockedVault {
 
     /// The changes that drop entry `name` → `node` from directory `parent` (whose record the caller
     /// updates and journals, with its link count adjusted here). Caller holds `meta`.
-    private func entryRemoval(parent: inout Inode, name: String, node: Inode, now: Int64) -> [IndexChange] {
+    func entryRemoval(parent: inout Inode, name: String, node: Inode, now: Int64) -> [IndexChange] {
         var changes: [IndexChange] = [.unlink(parent: parent.id, name: name)]
         if node.kind == .directory {
             parent.linkCount -= 1
@@ -166,7 +166,7 @@ extension UnlockedVault {
 
     /// Queues a removed file's blob for the reaper, once the index no longer has the file. The reaper
     /// makes the journal durable before it removes anything, so no durable record names a removed blob.
-    private func reapIfGone(_ node: Inode) {
+    func reapIfGone(_ node: Inode) {
         if node.kind == .file, state.inodes[node.id] == nil { reaper.remove(blobFiles(of: node)) }
     }
 

@@ -38,7 +38,11 @@ public final class UnlockedVault {
 
     public static let maximumNameLength = 255
 
-    init(layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?) throws {
+    /// Set when an older index was accepted at open: the generation this device had seen, and the one found.
+    public private(set) var acceptedRollback: (seen: UInt64, found: UInt64)?
+
+    init(layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?,
+         acceptRollback: Bool = false) throws {
         self.layout = layout
         self.header = header
         self.readOnly = readOnly
@@ -55,8 +59,12 @@ public final class UnlockedVault {
         state = loaded
         notices += report.notices
         if let seen = try generations?.generation(for: header.vaultID), seen > index.lastSeq {
-            lockFile = nil
-            throw FormatError.rollback(seen: seen, found: index.lastSeq)
+            guard acceptRollback else {
+                lockFile = nil
+                throw FormatError.rollback(seen: seen, found: index.lastSeq)
+            }
+            try generations?.setGeneration(index.lastSeq, for: header.vaultID)
+            acceptedRollback = (seen, index.lastSeq)
         }
         if !readOnly { try recoverAfterCrash() }
     }

@@ -59,10 +59,14 @@ public enum VaultAccess {
     }
 
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
-    public static func open(at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool) throws -> UnlockedVault {
+    /// With `acceptRollback`, an index older than this device has seen is accepted (and recorded as
+    /// the newest seen) instead of refused: the owner restored an older copy on purpose.
+    public static func open(at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool,
+                            acceptRollback: Bool = false) throws -> UnlockedVault {
         let layout = VaultLayout(root: path)
         let header = try layout.readHeader()
-        return try UnlockedVault(layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain)
+        return try UnlockedVault(layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain,
+                                 acceptRollback: acceptRollback)
     }
 
     /// Sets a new credential: the master key is rewrapped; no index record or blob changes.

@@ -9,6 +9,8 @@ public struct VerifyReport {
     public var damaged: [(path: String, reason: String)] = []
     /// Harmless findings, e.g. blobs no record points at (left by an interrupted create).
     public var notices: [String] = []
+    /// Blobs on disk that no record names.
+    public var strayBlobs: [[UInt8]] = []
     public var filesChecked = 0
     public var chunksChecked = 0
     public var isIntact: Bool { damaged.isEmpty }
@@ -44,10 +46,28 @@ extension UnlockedVault {
             progress(n + 1, files.count)
         }
         if scanForStrayBlobs, let onDisk = try? layout.blobIDsOnDisk() {
-            let stray = onDisk.filter { !referenced.contains($0) }.count
-            if stray > 0 { report.notices.append("\(stray) blob(s) belong to no file (left by an interrupted create; harmless)") }
+            report.strayBlobs = onDisk.filter { !referenced.contains($0) }
+            if !report.strayBlobs.isEmpty {
+                report.notices.append("\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted create; "
+                                      + "'vaultaire verify --repair' removes them)")
+            }
         }
         return report
+    }
+
+    /// Removes blobs that no record names (as `verify` found them), checking again under the lock that
+    /// none has been taken into use since. Returns how many went.
+    public func removeStrayBlobs(_ ids: [[UInt8]]) throws -> Int {
+        try requireWritable()
+        return try meta.withLock {
+            let used = Set(state.inodes.values.map(\.blobID))
+            var removed = 0
+            for id in ids where !used.contains(id) {
+                for path in [layout.blobPath(id), layout.thumbnailPath(id)] { try? FileSystem.remove(path) }
+                removed += 1
+            }
+            return removed
+        }
     }
 
     private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {

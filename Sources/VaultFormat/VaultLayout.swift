@@ -61,6 +61,7 @@ public struct VaultLayout {
 
     /// Reads and decodes the header; `notAVault` when there is none.
     public func readHeader() throws -> VaultHeader {
+        guard FileSystem.exists(root) else { throw FormatError.vaultMissing(path: root) }
         guard FileSystem.exists(header) else { throw FormatError.notAVault(path: root) }
         return try VaultHeader(decoding: try FileSystem.readFile(header, limit: 1 << 16))
     }

@@ -90,6 +90,12 @@ public final class FileDescriptor: @unchecked Sendable {
         return Int(st.st_size)
     }
 
+    public func isDirectory() throws -> Bool {
+        var st = stat()
+        try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
+        return st.st_mode & S_IFMT == S_IFDIR
+    }
+
     public func truncate(to size: Int) throws {
         try retryingEINTR("ftruncate", path: path) { ftruncate(rawValue, off_t(size)) }
     }

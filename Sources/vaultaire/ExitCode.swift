@@ -21,6 +21,8 @@ enum ExitCode: Int32 {
     case rollback = 20
     case mountFailed = 21
     case usage = 64
+    /// A local file (not one inside the vault) or the vault directory itself does not exist.
+    case localFileMissing = 66
     case ioError = 74
     case permissionDenied = 77
 }
@@ -44,6 +46,7 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as FormatError:
         switch e {
         case .notAVault: return ("Error: \(e)", .notAVault)
+        case .vaultMissing: return ("Error: \(e)", .localFileMissing)
         case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
         case .malformed, .damaged: return ("Error: \(e)", .damaged)
         case .wrongCredential: return ("Error: wrong credential", .wrongCredential)

@@ -43,7 +43,8 @@ enum SecretInput {
     static func read(file path: String) throws -> SecureBytes {
         let fd: FileDescriptor
         do { fd = try FileDescriptor(path: path, flags: O_RDONLY) } catch {
-            throw CLIError.message("cannot read secret file: \(error)", exitCode(forErrno: (error as? SystemError)?.errno ?? EIO))
+            let code = (error as? SystemError)?.errno ?? EIO
+            throw CLIError.message("cannot read the local secret file \(path): \(PathErrors.reason(code))", localExitCode(code))
         }
         let size = try fd.size()
         guard size <= maximumLength else { throw CLIError.usage("secret file \(path) is larger than \(maximumLength) bytes", command: nil) }

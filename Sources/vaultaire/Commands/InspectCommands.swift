@@ -12,7 +12,7 @@ enum InfoCommand {
         arguments: [("<vault>", "The vault directory.")],
         options: [
             .init(long: "unlock", short: nil, valueName: nil, help: "Unlock to show file names and counts."),
-            CommonOptions.passphraseFile, CommonOptions.keychain,
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
@@ -43,14 +43,19 @@ enum InfoCommand {
 enum VerifyCommand {
     static let spec = CommandSpec(
         name: "verify", overview: "Authenticate every index record, file header and chunk; name every damaged file.",
-        usage: "vaultaire verify <vault>",
+        usage: "vaultaire verify <vault> [--repair]",
         arguments: [("<vault>", "The vault directory.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [
+            .init(long: "repair", short: nil, valueName: nil,
+                  help: "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."),
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback,
+        ],
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
         var credential: Credential?
-        let vault = try openVault(args, readOnly: true) { credential = $0 }
+        let repair = args.has("repair")
+        let vault = try openVault(args, readOnly: !repair) { credential = $0 }
         defer { try? vault.close() }
         // With the credential at hand, the backup envelope can be checked too (the recovery envelope
         // needs the phrase, so `vaultaire recover` is where it is checked).
@@ -68,6 +73,10 @@ enum VerifyCommand {
         }
         if showProgress { printError("") }
         for notice in report.notices { printError("Notice: \(notice)") }
+        if repair && !report.strayBlobs.isEmpty {
+            let removed = try vault.removeStrayBlobs(report.strayBlobs)
+            printError("Repaired: removed \(removed) blob(s) that belonged to no file")
+        }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
         }

@@ -20,7 +20,7 @@ enum MountCommand {
             .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
             .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
             .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
-            CommonOptions.remember, CommonOptions.keychain,
+            CommonOptions.remember, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 2, maximumPositionals: 2)
 
@@ -43,8 +43,9 @@ enum MountCommand {
         _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
-        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
-        for notice in vault.notices { printError("Notice: \(notice)") }
+        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
+                                         acceptRollback: args.has("accept-rollback"))
+        reportOpening(vault)
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
         master.wipe()  // the vault's key schedule holds its own copy
         do {
