@@ -39,7 +39,7 @@ public final class UnlockedVault {
         self.layout = layout
         self.header = header
         self.readOnly = readOnly
-        self.keys = KeySchedule(master: master)
+        self.keys = try KeySchedule(master: master)
         self.generations = generations
         if !readOnly { lockFile = try VaultLock.acquire(layout.lockFile) }
         if let stale = lockFile?.staleNotice { notices.append(stale) }

@@ -36,7 +36,7 @@ public enum VaultAccess {
         let old = umask(0o077)
         defer { umask(old) }
         try layout.createDirectories()
-        let keys = KeySchedule(master: master)
+        let keys = try KeySchedule(master: master)
         let store = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)
         try store.create(IndexState.empty(uid: getuid(), gid: getgid(), now: nowNanoseconds()))
         // The header goes last: a directory without it is not (yet) a vault.

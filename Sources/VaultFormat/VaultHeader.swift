@@ -81,7 +81,7 @@ public struct VaultHeader: Equatable {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         self.credential = CredentialEnvelope(
             kind: credential.kind, patternRows: UInt8(pattern?.rows ?? 0), patternColumns: UInt8(pattern?.columns ?? 0),
-            iterations: UInt32(iterations), saltID: VaultHeader.saltID(of: deviceSalt), nonce: try SecureRandom.bytes(12), sealed: [])
+            iterations: UInt32(iterations), saltID: try VaultHeader.saltID(of: deviceSalt), nonce: try SecureRandom.bytes(12), sealed: [])
         let vaultKey = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: iterations)
         self.credential.sealed = try AESGCM.sealSecret(master, using: vaultKey, nonce: self.credential.nonce, authenticating: credentialAAD)
         backup.iterations = UInt32(iterations)
@@ -99,7 +99,7 @@ public struct VaultHeader: Equatable {
     /// Opens the credential envelope; `deviceMismatch` when the salt is not the one the vault was set up with.
     public func unlock(credential: Credential, deviceSalt: SecureBytes) throws -> SecureBytes {
         try KDFPolicy.check(Int(self.credential.iterations), minimum: KDFPolicy.vaultIterations, what: "vault KDF")
-        guard VaultHeader.saltID(of: deviceSalt) == self.credential.saltID else { throw FormatError.deviceMismatch }
+        guard try VaultHeader.saltID(of: deviceSalt) == self.credential.saltID else { throw FormatError.deviceMismatch }
         let key = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: Int(self.credential.iterations))
         do {
             return try AESGCM.openSecret(self.credential.sealed, using: key, nonce: self.credential.nonce, authenticating: credentialAAD)
@@ -132,14 +132,14 @@ public struct VaultHeader: Equatable {
 
     /// Backup key = PBKDF2-HMAC-SHA512(credential, SHA-512(label ‖ vault ID)[0..<32], iterations).
     func backupKey(credential: Credential) throws -> SecureBytes {
-        let salt = Array(Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
+        let salt = Array(try Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
         return try PBKDF2.deriveSHA512(password: credential.secret, salt: salt, iterations: Int(backup.iterations))
     }
 
     /// A non-secret fingerprint of the device salt, so the wrong machine is told apart from a wrong credential.
-    public static func saltID(of salt: SecureBytes) -> [UInt8] {
+    public static func saltID(of salt: SecureBytes) throws -> [UInt8] {
         let bytes = salt.withUnsafeBytes { Array($0) }
-        return Array(Digest.sha256(Array(saltIDLabel.utf8) + bytes)[0..<8])
+        return Array(try Digest.sha256(Array(saltIDLabel.utf8) + bytes)[0..<8])
     }
 
     // MARK: Encoding
