@@ -194,6 +194,27 @@ public struct VaultHeader: Equatable {
         recovery = RecoveryEnvelope(iterations: try r.u32(), salt: try r.raw(32), nonce: try r.raw(12), sealed: try r.raw(48))
         backup = BackupEnvelope(iterations: try r.u32(), nonce: try r.raw(12), sealed: try r.raw(48))
         try r.expectEnd()
+        try checkFields()
+    }
+
+    /// Every field is in its range before anything uses it: nothing in the header is authenticated
+    /// until an envelope opens, and the pattern grid sizes feed arithmetic.
+    private func checkFields() throws {
+        switch credential.kind {
+        case .passphrase:
+            guard credential.patternRows == 0, credential.patternColumns == 0 else {
+                throw FormatError.malformed("a passphrase vault's pattern grid must be 0×0")
+            }
+        case .pattern:
+            guard Pattern.gridSizes.contains(Int(credential.patternRows)), Pattern.gridSizes.contains(Int(credential.patternColumns)) else {
+                throw FormatError.malformed("pattern grid \(credential.patternColumns)×\(credential.patternRows) (2×2 to 9×9)")
+            }
+        }
+        for (what, count) in [("vault", credential.iterations), ("recovery", recovery.iterations), ("backup", backup.iterations)] {
+            guard (KDFPolicy.absoluteMinimum...KDFPolicy.maximum).contains(Int(count)) else {
+                throw FormatError.malformed("\(what) KDF iteration count \(count) (\(KDFPolicy.absoluteMinimum) to \(KDFPolicy.maximum))")
+            }
+        }
     }
 
     private init(vaultID: [UInt8], chunkSizeLog2: UInt8, credential: CredentialEnvelope, recovery: RecoveryEnvelope, backup: BackupEnvelope) {
