@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include "system_shims.h"
 
@@ -25,4 +27,13 @@ void vaultaire_background_thread(const char *name) {
     if (sched_getaffinity(getpid(), sizeof process_cpus, &process_cpus) == 0)
         (void)pthread_setaffinity_np(pthread_self(), sizeof process_cpus, &process_cpus);
     (void)pthread_setname_np(pthread_self(), name);
+}
+
+int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct open_how how = {
+        .flags = (unsigned long long)flags,
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }

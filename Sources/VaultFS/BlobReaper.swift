@@ -14,7 +14,7 @@ final class BlobReaper: @unchecked Sendable {
     private let linger: timespec
     private let batchSize: Int
 
-    private var pending: [String] = []
+    private var pending: [AnchoredPath] = []
     private var working = false
     private var threadRunning = false
     private var drainers = 0
@@ -45,7 +45,7 @@ final class BlobReaper: @unchecked Sendable {
     }
 
     /// Queues files for removal.
-    func remove(_ paths: [String]) {
+    func remove(_ paths: [AnchoredPath]) {
         guard !paths.isEmpty else { return }
         pthread_mutex_lock(mutex)
         pending += paths
@@ -94,7 +94,7 @@ final class BlobReaper: @unchecked Sendable {
             pending = []
             working = true
             pthread_mutex_unlock(mutex)
-            for path in batch { try? FileSystem.remove(path) }
+            for file in batch { try? file.remove() }
             pthread_mutex_lock(mutex)
             working = false
         }

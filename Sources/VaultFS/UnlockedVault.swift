@@ -29,6 +29,10 @@ public final class UnlockedVault {
     var heldBackHeaders: [UInt64: FileBlob] = [:]
     private var lockFile: VaultLock?
     func releaseLock() { lockFile = nil }
+
+    /// Names this process in `mount.lock` again: the mount daemon calls it after detaching, since
+    /// the PID written at open was its parent's.
+    public func recordLockHolder() throws { try lockFile?.recordHolder() }
     let generations: Keychain?
     public internal(set) var notices: [String] = []
     public internal(set) var isClosed = false
@@ -41,9 +45,9 @@ public final class UnlockedVault {
         self.readOnly = readOnly
         self.keys = try KeySchedule(master: master)
         self.generations = generations
-        if !readOnly { lockFile = try VaultLock.acquire(layout.lockFile) }
+        if !readOnly { lockFile = try VaultLock.acquire(try layout.lockFile()) }
         if let stale = lockFile?.staleNotice { notices.append(stale) }
-        index = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)
+        index = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
         let (loaded, report) = try index.load(forWriting: !readOnly)
         state = loaded
         notices += report.notices
@@ -59,7 +63,7 @@ public final class UnlockedVault {
     /// Opens a file's blob and authenticates its header against the record (inode ID and content
     /// version; the previous version too while the record is marked `needsCheck`).
     func openBlob(_ node: Inode, writable: Bool) throws -> (FileBlob, FileBlob.HeaderInfo) {
-        try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+        try FileBlob.open(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
                           headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
                           version: node.contentVersion, allowPreviousVersion: node.needsCheck)
     }

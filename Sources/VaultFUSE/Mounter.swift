@@ -101,6 +101,9 @@ public enum Mounter {
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
+            // The lock (an flock, shared with the parent, which has exited) is this process's now:
+            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
+            do { try vault.recordLockHolder() } catch { mounted.log("could not record the daemon's PID in mount.lock: \(error)") }
         }
         _ = fuse_set_signal_handlers(session)
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {

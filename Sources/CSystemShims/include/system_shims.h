@@ -11,4 +11,9 @@ int vaultaire_disable_core_dumps(void);
 // serving a request on a CPU-pinned io_uring worker would otherwise inherit that one CPU.
 void vaultaire_background_thread(const char *name);
 
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: `path` is resolved beneath `dirfd` and no
+/// component of it may be a symbolic link (ELOOP) or leave the directory (EXDEV). glibc 2.36 has no
+/// wrapper, so this is the raw system call.
+int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode);
+
 #endif

@@ -82,7 +82,7 @@ enum UnmountCommand {
         // The mount process persists and wipes after the kernel lets go; wait for its vault lock.
         let lock = mount.source + "/mount.lock"
         for _ in 0..<600 {
-            let fd = open(lock, O_RDONLY | O_CLOEXEC)
+            let fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             if fd < 0 { break }
             let free = flock(fd, LOCK_EX | LOCK_NB) == 0
             close(fd)
