@@ -33,7 +33,7 @@ final class CredentialLeakTests: XCTestCase {
         for text in wrong {
             let r = try w.run(["ls", vault, "--passphrase-file", w.file("wrong", text + "\n")], expect: 64)
             XCTAssertTrue(r.stderr.hasPrefix("Error: "), r.stderr)
-            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line: \(r.stderr)")
+            XCTAssertEqual(r.errorLines.count, 1, "one line: \(r.stderr)")
         }
         // The same through passwd (current and new credential) and init.
         let pw = w.file("pw", pattern + "\n")
@@ -63,7 +63,7 @@ final class CredentialLeakTests: XCTestCase {
         for (bad, code) in [(short, Int32(12)), (unknown, 12), (swapped, swapped == phrase ? 0 : 12), ("correct horse battery", 12)] {
             let r = try w.run(["recover", vault, "--recovery-phrase-file", w.file("bad-phrase", bad + "\n"), "--new-passphrase-file", newPw],
                               expect: code)
-            if code != 0 { XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line: \(r.stderr)") }
+            if code != 0 { XCTAssertEqual(r.errorLines.count, 1, "one line: \(r.stderr)") }
         }
         // The phrase given where a passphrase is expected: wrong credential, nothing repeated.
         try w.run(["ls", vault, "--passphrase-file", w.file("phrase-as-pw", phrase + "\n")], expect: 12)

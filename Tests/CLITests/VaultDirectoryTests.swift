@@ -17,7 +17,7 @@ final class VaultDirectoryTests: XCTestCase {
 
     func assertRefused(_ r: CLIWorld.Result, naming path: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(r.status, 22, r.stderr, file: file, line: line)
-        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "one line: \(r.stderr)", file: file, line: line)
+        XCTAssertEqual(r.errorLines.count, 1, "one line: \(r.stderr)", file: file, line: line)
         XCTAssertTrue(r.stderr.hasPrefix("Error: \(path) is "), r.stderr, file: file, line: line)
     }
 

@@ -12,7 +12,7 @@ final class VaultLockTests: MountTestCase {
         XCTAssertEqual(try String(contentsOfFile: mv.vault + "/mount.lock", encoding: .utf8), "\(daemon)\n")
         let r = try mv.vaultaire(["mkdir", mv.vault, "/d", "--passphrase-file", mv.passphraseFile], expect: 19)
         XCTAssertTrue(r.stderr.contains("process \(daemon) "), r.stderr)
-        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        XCTAssertEqual(r.errorLines.count, 1, r.stderr)
         XCTAssertEqual(kill(daemon, 0), 0, "the process named is the live daemon")
         try mv.unmount()
     }
@@ -26,7 +26,7 @@ final class VaultLockTests: MountTestCase {
         let passwd = try mv.vaultaire(["passwd", mv.vault, "--passphrase-file", mv.passphraseFile, "--new-passphrase-file", newPassphrase],
                                       expect: 19)
         XCTAssertTrue(passwd.stderr.hasPrefix("Error: the vault is already open by process \(daemon) "), passwd.stderr)
-        XCTAssertEqual(passwd.stderr.split(separator: "\n").count, 1, passwd.stderr)
+        XCTAssertEqual(passwd.errorLines.count, 1, passwd.stderr)
         let recover = try mv.vaultaire(["recover", mv.vault, "--recovery-phrase-file", mv.root + "/phrase",
                                         "--new-passphrase-file", newPassphrase], expect: 19)
         XCTAssertTrue(recover.stderr.contains("process \(daemon) "), recover.stderr)

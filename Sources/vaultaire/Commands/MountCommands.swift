@@ -40,11 +40,12 @@ enum MountCommand {
             options.idleSeconds = seconds
         }
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
-        _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
+        _ = try readVaultHeader(vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
         let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
         for notice in vault.notices { printError("Notice: \(notice)") }
+        WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
         master.wipe()  // the vault's key schedule holds its own copy
         do {
