@@ -70,10 +70,11 @@ extension UnlockedVault {
     func recoverAfterCrash() throws {
         // Half-written replacements (header, snapshot, journal) from an interrupted write are dropped;
         // the files they were to replace are intact, since the rename never happened.
-        for path in [layout.header + ".tmp", layout.indexDirectory + "/snapshot.tmp", layout.indexDirectory + "/journal.tmp"]
-        where FileSystem.exists(path) {
-            try FileSystem.remove(path)
-            notices.append("removed \(path.split(separator: "/").last!), left by an interrupted write")
+        let index = try layout.indexDirectory()
+        for file in [try layout.headerFile(), index.appending("snapshot"), index.appending("journal")].map({ $0.parent.appending($0.name + ".tmp") })
+        where try file.exists() {
+            try file.remove()
+            notices.append("removed \(file.name), left by an interrupted write")
         }
         var repaired = 0, orphans = 0
         var changes: [IndexChange] = []
@@ -111,7 +112,7 @@ extension UnlockedVault {
     /// survives is the longest run of authenticated chunks from the start, cut to the record's size;
     /// unsynced data beyond it is lost, never returned as something else.
     func reconcile(_ node: inout Inode) throws {
-        if try FileBlob.isEmpty(path: layout.blobPath(node.blobID)) { return try recreateEmptyBlob(&node) }
+        if try FileBlob.isEmpty(file: layout.blobFile(node.blobID)) { return try recreateEmptyBlob(&node) }
         let (blob, info) = try openBlob(node, writable: true)
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
         let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
@@ -148,10 +149,10 @@ extension UnlockedVault {
     /// record was journaled and before the header was written (or reached the disk) leaves an empty
     /// blob. Nothing of the file was on disk, so it comes back as an empty file with a new header.
     private func recreateEmptyBlob(_ node: inout Inode) throws {
-        let path = layout.blobPath(node.blobID)
-        try FileSystem.remove(path)
+        let file = try layout.blobFile(node.blobID)
+        try file.remove()
         let name = pathsByInode()[node.id]?.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
-        let blob = try FileBlob.create(path: path, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+        let blob = try FileBlob.create(file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
                                        headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
                                        mimeType: node.mimeType, version: node.contentVersion)
         try blob.sync()

@@ -58,7 +58,7 @@ extension UnlockedVault {
                 try prepareFanOut(for: node.blobID)
                 // A file created open (the kernel's CREATE) keeps its header and its record back: they go
                 // out with its first write and its close, or before any other record is written.
-                let blob = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
+                let blob = try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
                                                name: name, mimeType: node.mimeType, version: node.contentVersion,
                                                deferHeader: keepOpen)
@@ -173,17 +173,18 @@ extension UnlockedVault {
     /// Creates the blob's fan-out directory once per session (not a mkdir per file).
     func prepareFanOut(for blobID: [UInt8]) throws {
         guard !fanOutReady.contains(blobID[0]) else { return }
-        try layout.prepareParent(of: layout.blobPath(blobID))
+        try layout.prepareParent(of: try layout.blobFile(blobID))
         fanOutReady.insert(blobID[0])
     }
 
     /// The host files that hold a regular file's data: its blob and (if any) its thumbnail.
-    func blobFiles(of node: Inode) -> [String] {
-        node.blobID.isEmpty ? [] : [layout.blobPath(node.blobID), layout.thumbnailPath(node.blobID)]
+    func blobFiles(of node: Inode) -> [AnchoredPath] {
+        guard !node.blobID.isEmpty, let blob = try? layout.blobFile(node.blobID), let thumbnail = try? layout.thumbnailFile(node.blobID) else { return [] }
+        return [blob, thumbnail]
     }
 
     func deleteBlob(_ node: Inode) {
-        for path in blobFiles(of: node) { try? FileSystem.remove(path) }
+        for file in blobFiles(of: node) { try? file.remove() }
     }
 
     /// Moves `name` from `parent` to `newName` in `newParent`, as rename(2) and renameat2(2) do.
@@ -406,16 +407,17 @@ extension UnlockedVault {
         let node = try attributes(id)
         guard node.kind == .file else { throw FSError(EINVAL) }
         let sealed = try Thumbnail.seal(image, key: keys.thumbnail, vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
-        try layout.prepareParent(of: layout.thumbnailPath(node.blobID))
-        try FileSystem.replaceFile(layout.thumbnailPath(node.blobID), with: sealed)
+        let file = try layout.thumbnailFile(node.blobID)
+        try layout.prepareParent(of: file)
+        try file.replace(with: sealed)
     }
 
     public func thumbnail(_ id: UInt64) throws -> [UInt8]? {
         let node = try attributes(id)
         guard node.kind == .file else { return nil }
-        let path = layout.thumbnailPath(node.blobID)
-        guard FileSystem.exists(path) else { return nil }
-        return try Thumbnail.open(try FileSystem.readFile(path, limit: Thumbnail.maximumSize + 64), key: keys.thumbnail,
+        let file = try layout.thumbnailFile(node.blobID)
+        guard try file.exists() else { return nil }
+        return try Thumbnail.open(try file.read(limit: Thumbnail.maximumSize + 64), key: keys.thumbnail,
                                   vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
     }
 

@@ -28,7 +28,7 @@ extension UnlockedVault {
                 try prepareFanOut(for: node.blobID)
                 let blob: FileBlob
                 do {
-                    blob = try FileBlob.create(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id,
+                    blob = try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
                                                name: name, mimeType: node.mimeType, version: node.contentVersion)
                 } catch {

@@ -29,6 +29,10 @@ public final class UnlockedVault {
     var heldBackHeaders: [UInt64: FileBlob] = [:]
     private var lockFile: VaultLock?
     func releaseLock() { lockFile = nil }
+
+    /// Names this process in `mount.lock` again: the mount daemon calls it after detaching, since
+    /// the PID written at open was its parent's.
+    public func recordLockHolder() throws { try lockFile?.recordHolder() }
     let generations: Keychain?
     public internal(set) var notices: [String] = []
     /// Where the engine reports what it could not do while serving (a save that failed, data that
@@ -46,15 +50,14 @@ public final class UnlockedVault {
         self.layout = layout
         self.header = header
         self.readOnly = readOnly
-        self.keys = KeySchedule(master: master)
+        self.keys = try KeySchedule(master: master)
         self.generations = generations
         // fdatasync of the journal through a descriptor of its own, so the reaper needs no lock of the vault's.
-        reaper = BlobReaper(beforeRemoving: { [journal = layout.indexDirectory + "/journal"] in
-            (try? FileSystem.syncFileData(journal)) != nil
-        })
-        if !readOnly { lockFile = try VaultLock.acquire(layout.lockFile) }
+        let journal = try layout.indexDirectory().appending("journal")
+        reaper = BlobReaper(beforeRemoving: { (try? journal.open(flags: O_RDONLY).dataSync()) != nil })
+        if !readOnly { lockFile = try VaultLock.acquire(try layout.lockFile()) }
         if let stale = lockFile?.staleNotice { notices.append(stale) }
-        index = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)
+        index = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
         let (loaded, report) = try index.load(forWriting: !readOnly)
         state = loaded
         notices += report.notices
@@ -74,7 +77,7 @@ public final class UnlockedVault {
     /// Opens a file's blob and authenticates its header against the record (inode ID and content
     /// version; the previous version too while the record is marked `needsCheck`).
     func openBlob(_ node: Inode, writable: Bool) throws -> (FileBlob, FileBlob.HeaderInfo) {
-        try FileBlob.open(path: layout.blobPath(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+        try FileBlob.open(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
                           headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
                           version: node.contentVersion, allowPreviousVersion: node.needsCheck)
     }

@@ -63,7 +63,7 @@ extension UnlockedVault {
             let used = Set(state.inodes.values.map(\.blobID))
             var removed = 0
             for id in ids where !used.contains(id) {
-                for path in [layout.blobPath(id), layout.thumbnailPath(id)] { try? FileSystem.remove(path) }
+                for file in [try layout.blobFile(id), try layout.thumbnailFile(id)] { try? file.remove() }
                 removed += 1
             }
             return removed

@@ -102,6 +102,9 @@ public enum Mounter {
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
+            // The lock (an flock, shared with the parent, which has exited) is this process's now:
+            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
+            do { try vault.recordLockHolder() } catch { mounted.log("could not record the daemon's PID in mount.lock: \(error)") }
         }
         // After daemonizing: the listening thread must run in the process that serves.
         let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }

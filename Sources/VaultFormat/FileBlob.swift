@@ -61,17 +61,17 @@ public final class FileBlob {
 
     /// Creates the blob with a fresh content key and an empty stream. With `deferHeader` the header
     /// reaches the disk with the first write, or at `writeHeldBackHeader`, whichever comes first.
-    public static func create(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+    public static func create(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
                               chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
                               deferHeader: Bool = false) throws -> FileBlob {
-        let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        let fd = try file.open(flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
-        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
+        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
         let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
                                            name: name, mimeType: mimeType, version: version)
         if deferHeader { blob.unwrittenHeader = header } else {
             do { try fd.write(header, at: 0) } catch {
-                _ = unlink(path)  // an empty blob would be left for nobody (the disk was full)
+                try? file.remove()  // an empty blob would be left for nobody (the disk was full)
                 throw error
             }
         }
@@ -79,8 +79,8 @@ public final class FileBlob {
     }
 
     /// Whether the blob at `path` holds no bytes at all (a create whose header never reached the disk).
-    public static func isEmpty(path: String) throws -> Bool {
-        try FileDescriptor(path: path, flags: O_RDONLY).size() == 0
+    public static func isEmpty(file: AnchoredPath) throws -> Bool {
+        try file.open(flags: O_RDONLY).size() == 0
     }
 
     /// Writes a held-back header now (nothing if there is none).
@@ -101,10 +101,10 @@ public final class FileBlob {
 
     /// Opens and authenticates an existing blob's header; its content version must be `version`, or
     /// `version - 1` when `allowPreviousVersion` (a crash between the record and the header update).
-    public static func open(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+    public static func open(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
                             chunkSizeLog2: UInt8, writable: Bool, version: UInt64,
                             allowPreviousVersion: Bool = false) throws -> (FileBlob, HeaderInfo) {
-        let fd = try FileDescriptor(path: path, flags: writable ? O_RDWR : O_RDONLY)
+        let fd = try file.open(flags: writable ? O_RDWR : O_RDONLY)
         var head = [UInt8](repeating: 0, count: headerSize)
         let n = try head.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
         guard n == headerSize else { throw FormatError.damaged("file header truncated") }
@@ -128,7 +128,7 @@ public final class FileBlob {
         let name = try r.string()
         let mime = try r.string()
         let key = SecureBytes(copying: plain[0..<32])
-        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
+        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
         return (blob, HeaderInfo(name: name, mimeType: mime, version: found))
     }
 

@@ -13,7 +13,7 @@ public enum RecoveryPhrase {
     public static func generate(words list: Wordlist) throws -> String {
         var entropy = try SecureRandom.bytes(32)
         defer { for i in entropy.indices { entropy[i] = 0 } }
-        let checksum = Digest.sha256(entropy)[0]
+        let checksum = try Digest.sha256(entropy)[0]
         let bits = entropy + [checksum]
         var words: [String] = []
         for w in 0..<wordCount {
@@ -49,7 +49,7 @@ public enum RecoveryPhrase {
                 bits[bit / 8] |= 1 << (7 - UInt8(bit % 8))
             }
         }
-        guard Digest.sha256(Array(bits[0..<32]))[0] == bits[32] else { throw RecoveryPhraseError.badChecksum }
+        guard try Digest.sha256(Array(bits[0..<32]))[0] == bits[32] else { throw RecoveryPhraseError.badChecksum }
         return SecureBytes(copying: Array(normalized.utf8))
     }
 }
@@ -82,7 +82,7 @@ public struct Wordlist {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw WordlistError.missing(path)
         }
-        guard Digest.sha256(Array(data)).hex == sha256 else { throw WordlistError.altered(path) }
+        guard try Digest.sha256(Array(data)).hex == sha256 else { throw WordlistError.altered(path) }
         let words = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
         guard words.count == 2048 else { throw WordlistError.altered(path) }
         var index: [String: Int] = [:]

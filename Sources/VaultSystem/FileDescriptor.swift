@@ -12,6 +12,12 @@ public final class FileDescriptor: @unchecked Sendable {
         self.rawValue = try retryingEINTR("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
+    /// Takes ownership of `rawValue`, already open (see `AnchoredPath`).
+    public init(adopting rawValue: Int32, path: String) {
+        self.path = path
+        self.rawValue = rawValue
+    }
+
     deinit { _ = Glibc.close(rawValue) }
 
     /// Reads exactly `count` bytes at `offset` unless the file ends first; returns how many were read.

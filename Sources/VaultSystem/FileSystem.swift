@@ -21,21 +21,11 @@ public enum FileSystem {
         try FileDescriptor(path: path, flags: O_RDONLY).readAll(limit: limit)
     }
 
-    /// Atomically replaces `path` with `bytes` (mode `mode`), durable once this returns.
+    /// Atomically replaces `path` with `bytes` (mode `mode`), durable once this returns; the file and
+    /// its temporary are reached through no symbolic link (see `AnchoredPath.replace`).
     public static func replaceFile(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
-        let temp = path + ".tmp"
-        do {
-            let fd = try FileDescriptor(path: temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
-            try fd.write(bytes, at: 0)
-            try fd.sync()
-        }
-        try retryingEINTR("rename", path: path) { rename(temp, path) }
-        try syncDirectory(containing: path)
-    }
-
-    /// fdatasync(2) of the file at `path` through a descriptor of its own (symlinks are not followed).
-    public static func syncFileData(_ path: String) throws {
-        try FileDescriptor(path: path, flags: O_RDONLY | O_NOFOLLOW).dataSync()
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        try DirectoryDescriptor(path: parent(of: path)).file(name).replace(with: bytes, mode: mode)
     }
 
     public static func syncDirectory(containing path: String) throws {

@@ -51,7 +51,7 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
 /// The master key: remembered in the keychain when it is there, else from the credential (which is
 /// returned too, for callers that check more envelopes with it).
 func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> (master: SecureBytes, credential: Credential?) {
-    let header = try VaultAccess.readHeader(at: path)
+    let header = try readVaultHeader(path)
     if args.value("passphrase-file") == nil {
         do { return (try keychain.getMasterKey(for: header.vaultID), nil) } catch KeychainError.notFound {
             // Not remembered: ask for the credential.

@@ -20,6 +20,8 @@ enum ExitCode: Int32 {
     case busy = 19
     case rollback = 20
     case mountFailed = 21
+    /// A vault or keychain file is a symbolic link or not a regular file.
+    case unsafeFile = 22
     case usage = 64
     /// A local file (not one inside the vault) or the vault directory itself does not exist.
     case localFileMissing = 66
@@ -64,6 +66,8 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as CredentialError: return ("Error: \(e)", .usage)
     case let e as RecoveryPhraseError: return ("Error: \(e)", .wrongCredential)
     case let e as WordlistError: return ("Error: \(e)", .failure)
+    case let e as UnsafeFileError:
+        return ("Error: \(e)", .unsafeFile)
     case let e as FSError:
         return ("Error: \(e)", exitCode(forErrno: e.errno))
     case let e as SystemError:

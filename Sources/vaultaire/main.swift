@@ -74,6 +74,7 @@ func main() -> Int32 {
         printError("Error: unknown command '\(name)'\nSee 'vaultaire --help'.")
         return ExitCode.usage.rawValue
     }
+    defer { WeakKDFWarning.printIfNoted() }
     do {
         let args = try command.spec.parse(argv)
         try command.run(args)

@@ -230,7 +230,7 @@ final class DataPathTests: XCTestCase {
         XCTAssertEqual(try v.thumbnail(a.id), [7, 7, 7])
         XCTAssertNil(try v.thumbnail(b.id))
         // A thumbnail moved to another file does not authenticate there.
-        try v.layout.prepareParent(of: v.layout.thumbnailPath(b.blobID))
+        try v.layout.prepareParent(of: v.layout.thumbnailFile(b.blobID))
         try FileSystem.replaceFile(v.layout.thumbnailPath(b.blobID), with: try FileSystem.readFile(v.layout.thumbnailPath(a.blobID)))
         XCTAssertThrowsError(try v.thumbnail(b.id))
         try v.close()

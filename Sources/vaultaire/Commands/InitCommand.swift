@@ -46,7 +46,7 @@ enum InitCommand {
         let wordlist = try Wordlist.load()
         let (phrase, master) = try VaultAccess.create(at: path, credential: credential, pattern: pattern, keychain: keychain,
                                                        options: options, wordlist: wordlist)
-        let header = try VaultAccess.readHeader(at: path)
+        let header = try readVaultHeader(path)
         if args.has("remember") { try keychain.storeMasterKey(master, for: header.vaultID) }
         if let phraseOut {
             try phraseOut.write(Array((phrase + "\n").utf8), at: 0)

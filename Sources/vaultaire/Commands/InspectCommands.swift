@@ -19,13 +19,18 @@ enum InfoCommand {
     static func run(_ args: ParsedArguments) throws {
         let path = args.positionals[0]
         let layout = VaultLayout(root: path)
-        let header = try layout.readHeader()
+        let header = try readVaultHeader(path)
         print("Vault:               \(path)")
         print("Format version:      \(VaultHeader.formatVersion)")
         print("Vault ID:            \(header.vaultID.hex)")
         print("Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")")
         print("Vault KDF:           PBKDF2-HMAC-SHA512, \(header.credential.iterations) iterations, device salt")
         print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
+        if let weak = WeakKDFWarning.shortfall(header) {
+            print("KDF strength:        WEAK — BELOW THE FLOORS: \(weak); made for tests, cheap to attack")
+        } else {
+            print("KDF strength:        at or above the floors (\(KDFPolicy.vaultIterations) / \(KDFPolicy.recoveryIterations))")
+        }
         print("Cipher:              AES-256-GCM, \(header.chunkSize / 1024) KiB chunks")
         print("Blobs:               \(try layout.blobIDsOnDisk().count)")
         guard args.has("unlock") else { return }
@@ -81,6 +86,7 @@ enum VerifyCommand {
             print("DAMAGED \(path): \(reason)")
         }
         if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
+        if let weak = WeakKDFWarning.shortfall(vault.header) { print("WEAK vault.header: key derivation below the floors: \(weak)") }
         let damaged = report.damaged.count + (envelopeDamage == nil ? 0 : 1)
         print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged").")
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }

@@ -40,12 +40,13 @@ enum MountCommand {
             options.idleSeconds = seconds
         }
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
-        _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
+        _ = try readVaultHeader(vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
         let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
                                          acceptRollback: args.has("accept-rollback"))
         reportOpening(vault)
+        WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
         master.wipe()  // the vault's key schedule holds its own copy
         do {
@@ -110,7 +111,7 @@ enum UnmountCommand {
     /// For a mount process that offers no witness socket: its vault lock is released once it is done.
     private static func waitForVaultLock(_ lock: String) {
         for _ in 0..<600 {
-            let fd = open(lock, O_RDONLY | O_CLOEXEC)
+            let fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             if fd < 0 { break }
             let free = flock(fd, LOCK_EX | LOCK_NB) == 0
             close(fd)
