@@ -25,9 +25,9 @@ extension UnlockedVault {
                 // which recovery removes, never a blob nothing names.
                 try commitChanges([.putInode(node)])
                 try syncIndex()
-                try prepareFanOut(for: node.blobID)
                 let blob: FileBlob
                 do {
+                    try prepareFanOut(for: node.blobID)
                     blob = try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
                                                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
                                                name: name, mimeType: node.mimeType, version: node.contentVersion)

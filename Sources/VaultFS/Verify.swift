@@ -38,8 +38,15 @@ extension UnlockedVault {
         var report = VerifyReport()
         let (files, paths) = meta.withLock { (state.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, pathsByInode()) }
         var referenced = Set<[UInt8]>()
+        let unlinked = files.filter { $0.linkCount == 0 }.count
+        if unlinked > 0 {
+            report.notices.append("\(unlinked) file(s) with no name left by an interrupted command or a crash; "
+                                  + "the next writable open removes them")
+        }
         for (n, node) in files.enumerated() {
             referenced.insert(node.blobID)
+            // No name: nothing the user can reach; its blob may never have been made.
+            if node.linkCount == 0 { progress(n + 1, files.count); continue }
             let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
             if let reason = verifyFile(node, report: &report) { report.damaged.append((name, reason)) }
             report.filesChecked += 1
