@@ -28,7 +28,7 @@ public final class MountedVault {
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
-        vault.report = { [weak self] message in self?.log(message) }
+        vault.onReport { [weak self] message in self?.log(message) }
     }
 
     @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
