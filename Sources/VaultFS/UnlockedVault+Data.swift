@@ -167,7 +167,9 @@ extension UnlockedVault {
             return true
         }
         if last {
-            f.lock.withLock { f.dropCache() }
+            // No handle reaches this file any more (a new open makes a new one): its key goes now,
+            // not whenever the last reference to it is dropped.
+            f.lock.withLock { f.dropCache(); f.blob.wipeKey() }
             meta.withLock { takeBackCache(f.cache) }
         }
     }
@@ -191,6 +193,8 @@ extension UnlockedVault {
             try f.writeBack()
             if durable { try f.blob.sync() }
             try meta.withLock {
+                // A handle the kernel still held when the vault locked: nothing can be journaled now.
+                guard !isClosed else { throw FSError(EIO, "the vault is locked") }
                 guard var node = state.inodes[f.id] else { return }
                 guard durable || dirtyInodes.contains(f.id) || f.modifiedSinceCommit || heldBackHeaders[f.id] != nil else { return }
                 node.size = UInt64(f.size)

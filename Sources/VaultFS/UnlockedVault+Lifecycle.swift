@@ -49,7 +49,11 @@ extension UnlockedVault {
     func wipeAndRelease() {
         reaper.drain()
         meta.withLock {
-            for f in openFiles.values { f.lock.withLock { f.dropCache() } }
+            // Handles the kernel still holds (a lazy unmount, a signal) keep their files alive: their
+            // content keys are wiped here, not when the last handle goes.
+            for f in openFiles.values { f.lock.withLock { f.dropCache(); f.blob.wipeKey() } }
+            for blob in heldBackHeaders.values { blob.wipeKey() }
+            heldBackHeaders.removeAll()
             openFiles.removeAll()
             spareCaches.removeAll()
             index.close()
