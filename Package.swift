@@ -8,6 +8,7 @@ let package = Package(
         // For the fuzz targets in Fuzz/, which depend on this package by path.
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
+        .library(name: "VaultSystem", targets: ["VaultSystem"]),
     ],
     targets: [
         // C libraries from Debian, each behind one thin Swift module.

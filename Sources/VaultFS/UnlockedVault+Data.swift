@@ -202,7 +202,9 @@ extension UnlockedVault {
         }
         if let removed { reaper.remove(blobFiles(of: removed)) }
         if last {
-            f.lock.withLock { f.dropCache() }
+            // No handle reaches this file any more (a new open makes a new one): its key goes now,
+            // not whenever the last reference to it is dropped.
+            f.lock.withLock { f.dropCache(); f.blob.wipeKey() }
             meta.withLock { $0.takeBackCache(f.cache) }
         }
     }
@@ -236,6 +238,8 @@ extension UnlockedVault {
             try f.writeBack()
             if durable { try f.blob.sync() }
             let journalToSync = try meta.withLock { s -> FileDescriptor? in
+                // A handle the kernel still held when the vault locked: nothing can be journaled now.
+                guard !s.isClosed else { throw FSError(EIO, "the vault is locked") }
                 guard var node = s.index.inodes[f.id] else { return nil }
                 guard durable || s.dirtyInodes.contains(f.id) || f.modifiedSinceCommit || s.heldBackHeaders[f.id] != nil else {
                     return nil

@@ -58,13 +58,17 @@ extension UnlockedVault {
         reaper.drain()
         let files = meta.withLock { s -> [OpenFile] in
             let files = Array(s.openFiles.values)
+            for blob in s.heldBackHeaders.values { blob.wipeKey() }
+            s.heldBackHeaders.removeAll()
             s.openFiles.removeAll()
             s.spareCaches.removeAll()
             s.journal.close()
             s.isClosed = true
             return files
         }
-        for f in files { f.lock.withLock { f.dropCache() } }
+        // Handles the kernel still holds (a lazy unmount, a signal) keep their files alive: their
+        // content keys are wiped here, not when the last handle goes.
+        for f in files { f.lock.withLock { f.dropCache(); f.blob.wipeKey() } }
         keys.wipe()
         AESGCMContext.wipeAll()
         releaseLock()

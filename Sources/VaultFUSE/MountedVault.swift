@@ -47,9 +47,11 @@ public final class MountedVault {
 
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
-        do { try vault.close() } catch {
-            closeError = error
-            log("could not persist everything at unmount: \(error)")
+        MemoryScanAtLock.around(vault, log: log) {
+            do { try vault.close() } catch {
+                closeError = error
+                log("could not persist everything at unmount: \(error)")
+            }
         }
     }
 }

@@ -55,6 +55,7 @@ func report(_ error: Error) -> (String, ExitCode) {
         case .deviceMismatch: return ("Error: \(e)", .deviceMismatch)
         case .rollback: return ("Error: \(e)", .rollback)
         case .weakKDF: return ("Error: \(e)", .usage)
+        case .locked: return ("Error: \(e)", .failure)
         }
     case let e as KeychainError:
         switch e {

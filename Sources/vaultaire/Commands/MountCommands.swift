@@ -48,7 +48,9 @@ enum MountCommand {
         reportOpening(vault)
         WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
-        master.wipe()  // the vault's key schedule holds its own copy
+        // The vault works with the keys derived from it; its key schedule shares this buffer, so the
+        // daemon holds no master key from here on.
+        master.wipe()
         do {
             try Mounter.serve(vault, at: mountpoint, options: options) {
                 print("Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it.")
