@@ -77,12 +77,7 @@ extension UnlockedVault {
                 let deferred = keepOpen && kind == .file
                 if let blob, keepOpen {
                     s.heldBackHeaders[node.id] = blob
-                    let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true,
-                                            cache: s.lendCache(chunkSize: blob.chunkSize))
-                    open.headerName = name
-                    open.handles = 1
-                    open.writers = 1
-                    s.openFiles[node.id] = open
+                    _ = try s.openNewFile(node.id, blob: blob, name: name)
                 }
                 do {
                     try s.commit([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],

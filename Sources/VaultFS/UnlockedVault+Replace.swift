@@ -13,7 +13,7 @@ extension UnlockedVault {
     public func createDetached(named name: String, permissions: UInt32, caller: Caller) throws -> FileHandle {
         try requireWritable()
         try UnlockedVault.checkName(name)
-        var node = try meta.withLock { s -> Inode in
+        let node = try meta.withLock { s -> Inode in
             var node = Inode(id: s.index.nextID, kind: .file, permissions: permissions, uid: caller.uid, gid: caller.gid,
                              now: nowNanoseconds())
             node.linkCount = 0
@@ -38,16 +38,7 @@ extension UnlockedVault {
             try? meta.withLock { try $0.commit([.removeInode(node.id)]) }
             throw error
         }
-        node.size = 0
-        let file = try meta.withLock { s -> OpenFile in
-            let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true,
-                                    cache: s.lendCache(chunkSize: blob.chunkSize))
-            open.headerName = name
-            open.handles = 1
-            open.writers = 1
-            s.openFiles[node.id] = open
-            return open
-        }
+        let file = try meta.withLock { try $0.openNewFile(node.id, blob: blob, name: name) }
         return FileHandle(id: file.id, writable: true, append: false, file: file)
     }
 

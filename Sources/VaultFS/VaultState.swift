@@ -128,6 +128,18 @@ struct VaultState {
         return changes
     }
 
+    // MARK: Open files
+
+    /// Registers a file just created, with its new blob, as open for writing by one handle.
+    mutating func openNewFile(_ id: UInt64, blob: FileBlob, name: String) throws -> OpenFile {
+        let open = try OpenFile(id: id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache(chunkSize: blob.chunkSize))
+        open.headerName = name
+        open.handles = 1
+        open.writers = 1
+        openFiles[id] = open
+        return open
+    }
+
     // MARK: Plaintext buffers
 
     /// A wiped one-chunk buffer for a newly opened file. Buffers are reused, because each new one costs
