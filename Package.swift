@@ -48,5 +48,5 @@ let package = Package(
         .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

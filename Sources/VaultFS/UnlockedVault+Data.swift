@@ -4,7 +4,7 @@ import VaultFormat
 import VaultSystem
 
 /// A handle on an open file, as `open`/`create` return it.
-public final class FileHandle {
+public final class FileHandle: Sendable {
     public let id: UInt64
     public let writable: Bool
     public let append: Bool

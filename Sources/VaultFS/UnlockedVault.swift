@@ -7,7 +7,9 @@ import VaultSystem
 /// An open, unlocked vault: the filesystem engine the mount and the command work through.
 /// Its mutable state lives in `VaultState`, reachable only under `meta`; each open file has its own
 /// lock. Lock order: a file's lock before `meta`, never the reverse.
-public final class UnlockedVault {
+// Every FUSE thread uses the vault: its mutable state is behind `meta` (and the reporter behind its own
+// lock); `notices` and `acceptedRollback` are written only while init runs.
+public final class UnlockedVault: @unchecked Sendable {
     public let layout: VaultLayout
     public let header: VaultHeader
     public let readOnly: Bool

@@ -42,7 +42,7 @@ public final class MountedVault {
     }
 
     func log(_ message: String) {
-        _ = "vaultaire: \(message)\n".withCString { fputs($0, stderr) }
+        StandardError.write("vaultaire: \(message)\n")
     }
 
     /// Locks the vault: persist everything, then wipe keys and caches.

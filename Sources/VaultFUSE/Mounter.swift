@@ -92,8 +92,7 @@ public enum Mounter {
             throw Failure.setup("libfuse refused the device reader")
         }
         onReady()
-        fflush(stdout)
-        fflush(stderr)
+        fflush(nil)  // every stream: what onReady printed goes out before the fork
         if !options.foreground {
             // The parent returns to the shell from inside fuse_daemonize once the child is running.
             guard fuse_daemonize(0) == 0 else {

@@ -2,7 +2,7 @@ import Glibc
 import VaultSystem
 
 /// Every command, by name, with its spec and entry point.
-let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
+nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) throws -> Void)] = [
     (InitCommand.spec, InitCommand.run),
     (MountCommand.spec, MountCommand.run),
     (UnmountCommand.spec, UnmountCommand.run),

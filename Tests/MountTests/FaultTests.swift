@@ -32,9 +32,7 @@ final class FaultTests: MountTestCase {
         try mv.mount()
         let root = mv.mountpoint
         let deadline = Date().addingTimeInterval(4)
-        let lock = NSLock()
-        var operations = 0, errors = 0
-        var expected: [String: [UInt8]] = [:]
+        let totals = Shared((operations: 0, errors: 0, expected: [String: [UInt8]]()))
         let group = DispatchGroup()
         for worker in 0..<8 {
             group.enter()
@@ -53,10 +51,11 @@ final class FaultTests: MountTestCase {
                     }
                     ops += 1
                 }
-                lock.lock(); operations += ops; errors += errs; expected.merge(mine) { $1 }; lock.unlock()
+                totals.withLock { $0.operations += ops; $0.errors += errs; $0.expected.merge(mine) { $1 } }
             }.start()
         }
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
+        let (operations, errors, expected) = totals.current
         print("load: 8 workers, \(operations) operations, \(errors) errors")
         XCTAssertEqual(errors, 0)
         XCTAssertGreaterThan(operations, 8)

@@ -135,5 +135,5 @@ func format3(_ v: Double) -> String {
 }
 
 func printError(_ text: String, newline: Bool) {
-    _ = (newline ? text + "\n" : text).withCString { fputs($0, stderr) }
+    StandardError.write(newline ? text + "\n" : text)
 }
