@@ -101,7 +101,12 @@ public enum Mounter {
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
+            // Standard error is /dev/null from here on.
+            SystemLog.useSyslog()
+            for notice in vault.notices { mounted.log(.warning, notice) }
         }
+        mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
+        ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")
         _ = fuse_set_signal_handlers(session)
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
             // If the rings cannot be set up, the device loop alone serves, as without io_uring.
@@ -114,12 +119,14 @@ public enum Mounter {
         }
         if let idle = options.idleSeconds { startIdleWatch(mounted, session: session, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
+        ServiceManager.stopping(status: "Unmounting \(mountpoint): saving and locking \(vault.layout.root)")
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         vaultaire_ring_finish()  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         if let e = mounted.closeError { throw e }
+        mounted.log(.notice, "unmounted from \(mountpoint): saved and locked")
     }
 
     /// A thread that unmounts after `limit` seconds without requests.
@@ -129,7 +136,7 @@ public enum Mounter {
             while true {
                 sleep(1)
                 if mounted.idleSeconds >= Int64(limit) {
-                    mounted.log("idle for \(limit) s: unmounting \(mountpoint)")
+                    mounted.log(.notice, "idle for \(limit) s: unmounting \(mountpoint) to lock the vault")
                     fuse_session_exit(session)
                     _ = Subprocess.run(["fusermount3", "-u", "-z", mountpoint])
                     return

@@ -43,6 +43,18 @@ enum MountCommand {
             }
             options.idleSeconds = seconds
         }
+        do { try unlockAndServe(args, vault: vaultPath, on: mountpoint, options: options) } catch {
+            // Also in the log, where a mount at boot or by mount(8) leaves its trace: a wrong
+            // credential is an authentication failure worth recording.
+            // (Once in the background the daemon has logged its own failures.)
+            if case CLIError.usage = error {} else if !SystemLog.isUsingSyslog {
+                SystemLog.record(.error, "\(vaultPath): mount on \(mountpoint) failed: \(report(error).0.dropFirst("Error: ".count))")
+            }
+            throw error
+        }
+    }
+
+    private static func unlockAndServe(_ args: ParsedArguments, vault vaultPath: String, on mountpoint: String, options: MountOptions) throws {
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
         _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
