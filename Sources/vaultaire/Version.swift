@@ -5,6 +5,8 @@ import VaultFormat
 enum Version {
     /// The program's version (semantic versioning; the Debian package carries it).
     static let program = "0.9.0"
+    /// The date of this version, for the man page's title line.
+    static let date = "2026-12-04"
 
     /// Vault format versions this build opens; a vault of any other version is refused with exit 14.
     static let formatsRead = [VaultHeader.formatVersion]

@@ -45,6 +45,7 @@ func main() -> Int32 {
     argv.removeFirst()
     if name == "-h" || name == "--help" { print(overview, terminator: ""); return 0 }
     if name == "--version" || name == "-V" { print(Version.text, terminator: ""); return 0 }
+    if name == GenerateCommand.name { return GenerateCommand.run(argv) }
     if name == "help" {
         if let topic = argv.first {
             guard let c = commands.first(where: { $0.spec.name == topic }) else {
