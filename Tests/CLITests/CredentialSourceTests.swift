@@ -8,6 +8,10 @@ final class CredentialSourceTests: XCTestCase {
     var vault: String!
     let passphrase = "pw for the scripted test"
 
+    /// XCTest keeps every test case object until the run ends: let go of the world (and its
+    /// directory) after each test.
+    override func tearDown() { w = nil }
+
     override func setUpWithError() throws {
         w = try CLIWorld()
         vault = w.root + "/vault"

@@ -10,6 +10,10 @@ final class DocumentationTests: XCTestCase {
     let commands = ["init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get",
                     "rm", "mkdir", "kdf-bench", "version"]
 
+    /// XCTest keeps every test case object until the run ends: let go of the world (and its
+    /// directory) after each test.
+    override func tearDown() { w = nil }
+
     override func setUpWithError() throws { w = try CLIWorld() }
 
     func generate(_ what: String) throws -> String {
