@@ -43,7 +43,7 @@ enum ManPage {
         out.append(".EX")
         out.append(Roff.escape("mount -t fuse.vaultaire ~/Vault ~/Private -o passphrase-file=/root/vault.pw"))
         out.append(Roff.escape("# /etc/fstab"))
-        out.append(Roff.escape("/home/u/Vault /home/u/Private fuse.vaultaire noauto,user,nosuid,nodev,keychain=file,idle=15m 0 0"))
+        out.append(Roff.escape("/home/u/Vault /home/u/Private fuse.vaultaire noauto,nosuid,nodev,keychain=file,idle=15m 0 0"))
         out.append(".EE")
         out.append(".SH SYSTEMD")
         out.append(paragraph("""
