@@ -54,7 +54,7 @@ enum PutCommand {
         usage: "vaultaire put <vault> <source> <destination>",
         arguments: [("<vault>", "The vault directory."), ("<source>", "Local file ('-' for standard input)."),
                     ("<destination>", "Path inside the vault; an existing directory receives the file under its own name.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
@@ -80,6 +80,7 @@ enum PutCommand {
         defer { vault.release(handle) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
+        let progress = ProgressMeter(total: regularFileSize(input), unit: .bytes, quiet: args.has("quiet"))
         while true {
             let n = try buffer.withUnsafeMutableBytes { b in
                 try retryingEINTR("read", path: source) { read(input, b.baseAddress!, b.count) }
@@ -87,8 +88,10 @@ enum PutCommand {
             if n == 0 { break }
             _ = try buffer.withUnsafeBytes { try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += n
+            progress.update(offset)
         }
         try vault.fsync(handle)
+        progress.finish(offset)
     }
 }
 
@@ -98,7 +101,7 @@ enum GetCommand {
         usage: "vaultaire get <vault> <source> <destination>",
         arguments: [("<vault>", "The vault directory."), ("<source>", "Path inside the vault."),
                     ("<destination>", "Local file to create ('-' for standard output).")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
@@ -116,6 +119,8 @@ enum GetCommand {
         }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
+        let progress = ProgressMeter(total: Int(node.size), unit: .bytes, quiet: args.has("quiet"))
+        defer { progress.finish(offset) }
         while true {
             let n = try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) }
             if n == 0 { break }
@@ -126,6 +131,7 @@ enum GetCommand {
                 }
             }
             offset += n
+            progress.update(offset)
         }
         if let owned { try owned.sync() }
     }
@@ -162,6 +168,13 @@ enum MakeDirectoryCommand {
             try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
         }
     }
+}
+
+/// The size of the file open on `fd` if it is a regular file (a pipe's is unknown).
+func regularFileSize(_ fd: Int32) -> Int? {
+    var st = stat()
+    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+    return Int(st.st_size)
 }
 
 func currentUmask() -> UInt32 {

@@ -45,7 +45,7 @@ enum VerifyCommand {
         name: "verify", overview: "Authenticate every index record, file header and chunk; name every damaged file.",
         usage: "vaultaire verify <vault>",
         arguments: [("<vault>", "The vault directory.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
@@ -59,14 +59,14 @@ enum VerifyCommand {
             let backup = try? vault.header.unlockWithBackupKey(credential: credential)
             if backup.map({ !vault.holdsMasterKey($0) }) ?? true { envelopeDamage = "backup envelope in vault.header fails authentication" }
         }
-        let showProgress = standardErrorIsTerminal
+        var progress: ProgressMeter?
+        var checked = 0
         let report = vault.verify { done, total in
-            guard showProgress, done == total || done % 16 == 0 else { return }
-            let width = 30
-            let filled = total == 0 ? width : done * width / total
-            printError("\r[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(done)/\(total)\u{1B}[K", newline: false)
+            if progress == nil { progress = ProgressMeter(total: total, unit: .files, quiet: args.has("quiet")) }
+            progress?.update(done)
+            checked = done
         }
-        if showProgress { printError("") }
+        progress?.finish(checked)
         for notice in report.notices { printError("Notice: \(notice)") }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
