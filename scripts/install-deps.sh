@@ -13,7 +13,7 @@ packages=(
   systemd                               # systemd-analyze verify for the unit template (nothing is started)
   man-db groff-base mandoc              # man -l, groff -ww and mandoc -T lint check the man pages
   bash zsh fish                         # syntax checks of the completion scripts
-  dpkg-dev binutils                     # scripts/package-deb.sh: dpkg-shlibdeps, dpkg-deb, strip
+  dpkg-dev binutils lintian             # scripts/package-deb.sh (dpkg-shlibdeps, dpkg-deb, strip); lintian checks the .deb
 )
 
 missing=()

@@ -33,9 +33,11 @@ strip --strip-unneeded "$root/usr/bin/vaultaire"
 mkdir -p "$root/usr/sbin"
 ln -s mount.fuse3 "$root/usr/sbin/mount.fuse.vaultaire"
 
-mkdir -p "$root/usr/share/man/man1" "$root/usr/share/man/man5"
+mkdir -p "$root/usr/share/man/man1" "$root/usr/share/man/man5" "$root/usr/share/man/man8"
 "$bin" __generate man | gzip -9n > "$root/usr/share/man/man1/vaultaire.1.gz"
 gzip -9n < docs/man/vaultaire-format.5 > "$root/usr/share/man/man5/vaultaire-format.5.gz"
+# The helper link is mount.fuse3 under another name: its page is mount.fuse3's.
+echo ".so man8/mount.fuse3.8" | gzip -9n > "$root/usr/share/man/man8/mount.fuse.vaultaire.8.gz"
 
 install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
   "$root/usr/share/fish/vendor_completions.d"
@@ -56,7 +58,7 @@ install -m 0644 packaging/debian/copyright "$doc/copyright"
   echo "  * Built from $(git describe --always --dirty 2>/dev/null || echo 'a source tree without git')."
   echo
   echo " -- Vaultaire developers <maintainers@vaultaire.invalid>  $(date -R -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")"
-} | gzip -9n > "$doc/changelog.Debian.gz"
+} | gzip -9n > "$doc/changelog.gz"  # a native package (no Debian revision): changelog, not changelog.Debian
 
 # The shared libraries' packages, as dpkg-shlibdeps reads them from the binary.
 mkdir -p "$work/debian"
