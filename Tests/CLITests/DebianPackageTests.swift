@@ -2,9 +2,9 @@ import Foundation
 import XCTest
 
 /// The Debian package (issue 26.8): scripts/package-deb.sh builds it, lintian finds nothing to say
-/// about it, it installs with dpkg into a
-/// throwaway root whose package database is a copy of this machine's (so its Depends are checked
-/// against what is really installed, without --force-depends), works from there, and purges cleanly.
+/// about it, it installs with dpkg into a throwaway root whose package database is a copy of this
+/// machine's (so its Depends are checked against what is really installed, without
+/// --force-depends), works from there, and purges cleanly.
 final class DebianPackageTests: XCTestCase {
     func testBuildInstallUseAndPurge() throws {
         let w = try CLIWorld()

@@ -101,6 +101,24 @@ final class LoggingTests: MountTestCase {
         XCTAssertTrue(notices.allSatisfy { $0.hasPrefix("<12>") }, notices.joined(separator: "\n"))
     }
 
+    /// A host I/O error: the vault on a small tmpfs fills up; the failed request is logged with the
+    /// file's path and the host's reason.
+    func testAFullDiskIsLogged() throws {
+        try withSyslogListener("""
+            mkdir -p "$ROOT/small"
+            mount -t tmpfs -o size=8m test-small "$ROOT/small"
+            cp -a "$VAULT" "$ROOT/small/vault"
+            "$VAULTAIRE" mount "$ROOT/small/vault" "$MNT" --passphrase-file "$PW" > /dev/null || fail "mount"
+            if head -c 20000000 /dev/zero > "$MNT/too-big" 2>/dev/null; then fail "20 MB fit in 8 MiB"; fi
+            rm -f "$MNT/too-big"
+            fusermount3 -u "$MNT"
+            for _ in $(seq 300); do [ -e "$ROOT/small/vault/mount.lock" ] || break; sleep 0.1; done
+            """)
+        let full = log.filter { $0.contains("\(mv.root)/small/vault: /too-big: ") && $0.contains("No space left on device") }
+        XCTAssertGreaterThan(full.count, 0, log.joined(separator: "\n"))
+        XCTAssertTrue(full.allSatisfy { $0.hasPrefix("<11>") }, full.joined(separator: "\n"))
+    }
+
     func testForegroundKeepsStandardError() throws {
         try withSyslogListener("""
             "$VAULTAIRE" mount "$VAULT" "$MNT" --passphrase-file "$PW" -f > /dev/null 2> "$ROOT/foreground.err" &

@@ -26,10 +26,11 @@ final class MountHelperTests: MountTestCase {
 
     func testMountTypeFuseVaultaireThenUmountLocks() throws {
         try mv.inPrivateNamespace(onPath + """
-            mount -t fuse.vaultaire "$VAULT" "$MNT" -o "passphrase-file=$PW,keychain=file,nosuid,nodev" || fail "mount -t fuse.vaultaire"
+            mount -t fuse.vaultaire "$VAULT" "$MNT" -o "passphrase-file=$PW,keychain=file,nosuid,nodev,allow_other" || fail "mount -t fuse.vaultaire"
             [ "$(findmnt -n -o FSTYPE "$MNT")" = fuse.vaultaire ] || fail "type: $(findmnt -n -o FSTYPE "$MNT")"
             [ "$(findmnt -n -o SOURCE "$MNT")" = "$VAULT" ] || fail "source: $(findmnt -n -o SOURCE "$MNT")"
             findmnt -n -o OPTIONS "$MNT" | grep -q nosuid || fail "nosuid passed to the kernel"
+            findmnt -n -o OPTIONS "$MNT" | grep -q allow_other || fail "allow_other passed to libfuse: $(findmnt -n -o OPTIONS "$MNT")"
             echo "through mount(8)" > "$MNT/note"
             mkdir "$MNT/dir"
             [ -e "$VAULT/mount.lock" ] || fail "the daemon holds the vault"
