@@ -49,6 +49,11 @@ enum SecretInput {
             if path == "-", args.command == "put", args.positionals.dropFirst().first == "-" {
                 throw CLIError.usage("standard input cannot carry both the credential and the file to put", command: args.command)
             }
+            let fromStandardInput = args.values.filter { $0.key.hasSuffix("-file") && $0.value == "-" }.keys.sorted()
+            if path == "-", fromStandardInput.count > 1 {
+                throw CLIError.usage("standard input can carry only one secret: \(fromStandardInput.map { "--" + $0 }.joined(separator: " and ")) both read it",
+                                     command: args.command)
+            }
             return try SecretFile.read(path, option: fileOption)
         }
         if let command { return try ExternalPassword.run(command) }

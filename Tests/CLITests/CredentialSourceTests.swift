@@ -79,6 +79,12 @@ final class CredentialSourceTests: XCTestCase {
         XCTAssertTrue(r.stderr.hasPrefix("Error: standard input cannot carry both"), r.stderr)
     }
 
+    func testStandardInputCarriesOneSecretOnly() throws {
+        let r = try bash("printf 'a\\nb\\n' | \"$V\" passwd \"$VAULT\" --passphrase-file - --new-passphrase-file -")
+        XCTAssertEqual(r.status, 64, r.stderr)
+        XCTAssertTrue(r.stderr.hasPrefix("Error: standard input can carry only one secret: --new-passphrase-file and --passphrase-file both read it"), r.stderr)
+    }
+
     func testExtpassRunsTheCommandThroughTheShell() throws {
         try assertListsNote("\"$V\" ls \"$VAULT\" --extpass \"printf '%s\\\\n' '\(passphrase)'\"")
         // Through a pipe inside the command: /bin/sh -c runs it.
