@@ -10,6 +10,8 @@ enum ExitCode: Int32 {
     case success = 0
     case failure = 1
     case notAVault = 6
+    /// The credential could not be read: its file is missing or unreadable, or `--extpass` failed.
+    case credentialUnavailable = 9
     case wrongCredential = 12
     case damaged = 13
     case unsupportedVersion = 14
