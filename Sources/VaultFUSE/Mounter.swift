@@ -163,27 +163,3 @@ public enum Mounter {
         pthread_detach(thread)
     }
 }
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var out = ""
-        var rest = Substring(self)
-        while let r = rest.range(of: target) {
-            out += rest[..<r.lowerBound] + replacement
-            rest = rest[r.upperBound...]
-        }
-        return out + rest
-    }
-}
-
-extension Substring {
-    func range(of target: String) -> Range<Index>? {
-        var i = startIndex
-        while i < endIndex {
-            if self[i...].hasPrefix(target) { return i..<index(i, offsetBy: target.count) }
-            i = index(after: i)
-        }
-        return nil
-    }
-}

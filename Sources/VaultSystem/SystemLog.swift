@@ -56,7 +56,3 @@ public enum SystemLog {
     }
 }
 
-extension String {
-    /// One line per message: a newline inside (from an error's text) would split it in the log.
-    var replacingNewlines: String { String(map { $0 == "\n" ? " " : $0 }) }
-}

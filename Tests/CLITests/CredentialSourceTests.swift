@@ -121,8 +121,9 @@ final class CredentialSourceTests: XCTestCase {
     }
 
     func testUnreadablePassphraseFilesExitWithTheCredentialCode() throws {
-        let missing = try w.run(["ls", vault, "--passphrase-file", w.root + "/missing"], expect: 9)
-        XCTAssertTrue(missing.stderr.hasPrefix("Error: cannot open --passphrase-file \(w.root)/missing: No such file or directory"), missing.stderr)
+        // A missing file is the local-file error every command gives (66); other failures to read it are 9.
+        let missing = try w.run(["ls", vault, "--passphrase-file", w.root + "/missing"], expect: 66)
+        XCTAssertTrue(missing.stderr.hasPrefix("Error: cannot open the local file of --passphrase-file \(w.root)/missing: No such file or directory"), missing.stderr)
         let empty = try w.run(["ls", vault, "--passphrase-file", "/dev/null"], expect: 9)
         XCTAssertTrue(empty.stderr.hasPrefix("Error: --passphrase-file /dev/null gave an empty credential"), empty.stderr)
         let directory = try w.run(["ls", vault, "--passphrase-file", w.root], expect: 9)

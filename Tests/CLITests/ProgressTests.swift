@@ -64,11 +64,11 @@ final class ProgressTests: XCTestCase {
 
     func testNothingWhenStandardErrorIsNotATerminal() throws {
         let put = try w.run(["put", vault, big, "/big.bin", "--passphrase-file", pw])
-        XCTAssertEqual(put.stderr, "")
+        XCTAssertEqual(put.errorLines, [])
         let get = try w.run(["get", vault, "/big.bin", w.root + "/back.bin", "--passphrase-file", pw])
-        XCTAssertEqual(get.stderr, "")
+        XCTAssertEqual(get.errorLines, [])
         let verify = try w.run(["verify", vault, "--passphrase-file", pw])
-        XCTAssertEqual(verify.stderr, "")
+        XCTAssertEqual(verify.errorLines, [])
     }
 
     func testAPipeOfUnknownLengthShowsBytesWithoutATotal() throws {

@@ -219,7 +219,3 @@ func currentUmask() -> UInt32 {
     umask(m)
     return UInt32(m)
 }
-
-extension String {
-    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
-}
