@@ -1,4 +1,5 @@
 internal import CFuse
+internal import CFuseRing
 internal import CFuseWire
 import Glibc
 import VaultCrypto
@@ -109,9 +110,10 @@ public enum Mounter {
         // After daemonizing: the listening thread must run in the process that serves.
         let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
         _ = fuse_set_signal_handlers(session)
+        var rings: OpaquePointer?
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
-            // If the rings cannot be set up, the device loop alone serves, as without io_uring.
-            _ = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
+            // If the rings cannot be set up (nil), the device loop alone serves, as without io_uring.
+            rings = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
                 var buffer = fuse_buf()
                 buffer.size = length
                 buffer.mem = request
@@ -122,7 +124,7 @@ public enum Mounter {
         _ = CFuse_session_loop_mt(session, 10)
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
-        vaultaire_ring_finish()  // no request is being served once this returns
+        vaultaire_ring_finish(rings)  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         witnesses?.finish(mounted.closeError)
