@@ -66,7 +66,9 @@ public final class AESGCMContext {
     private var ctx: OpaquePointer
     private let cipher: OpaquePointer
 
-    private static let cipherHandle: OpaquePointer = {
+    // An EVP_CIPHER fetched once and never freed: OpenSSL's fetched ciphers are immutable and safe to
+    // share between threads.
+    nonisolated(unsafe) private static let cipherHandle: OpaquePointer = {
         guard let c = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil) else { fatalError("OpenSSL lacks AES-256-GCM") }
         return c
     }()

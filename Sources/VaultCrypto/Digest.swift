@@ -6,20 +6,27 @@ public enum Digest {
     /// SHA-256 of `data`.
     public static func sha256(_ data: [UInt8]) throws -> [UInt8] { try digest(data, algorithm: "SHA256", length: 32) }
 
+    /// SHA-256 of the bytes in `buffer`, without copying them (for secrets held outside an array).
+    public static func sha256(_ buffer: UnsafeRawBufferPointer) throws -> [UInt8] {
+        try digest(buffer, algorithm: "SHA256", length: 32)
+    }
+
     /// SHA-512 of `data`.
     public static func sha512(_ data: [UInt8]) throws -> [UInt8] { try digest(data, algorithm: "SHA512", length: 64) }
 
     /// The digest named `algorithm` (an OpenSSL name) of `data`, which must be `length` bytes long.
     static func digest(_ data: [UInt8], algorithm: String, length: Int) throws -> [UInt8] {
+        try data.withUnsafeBytes { try digest($0, algorithm: algorithm, length: length) }
+    }
+
+    static func digest(_ d: UnsafeRawBufferPointer, algorithm: String, length: Int) throws -> [UInt8] {
         let md = try fetch(algorithm)
         defer { EVP_MD_free(md) }
         var out = [UInt8](repeating: 0, count: length)
         var len: UInt32 = 0
-        try data.withUnsafeBytes { d in
-            try out.withUnsafeMutableBytes { o in
-                try check(EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, md, nil),
-                          "EVP_Digest(\(algorithm))")
-            }
+        try out.withUnsafeMutableBytes { o in
+            try check(EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, md, nil),
+                      "EVP_Digest(\(algorithm))")
         }
         guard Int(len) == length else { throw CryptoError.invalidLength(what: "\(algorithm) digest", expected: length, actual: Int(len)) }
         return out

@@ -13,36 +13,32 @@ extension UnlockedVault {
     public func createDetached(named name: String, permissions: UInt32, caller: Caller) throws -> FileHandle {
         try requireWritable()
         try UnlockedVault.checkName(name)
-        let file = try retryingWhenFull {
-            try meta.withLock { () throws -> OpenFile in
-                var node = Inode(id: state.nextID, kind: .file, permissions: permissions, uid: caller.uid, gid: caller.gid,
-                                 now: nowNanoseconds())
-                node.linkCount = 0
-                node.blobID = try SecureRandom.bytes(16)
-                node.mimeType = MIMETypes.guess(for: name)
-                node.needsCheck = true
-                // The record is durable before the blob exists: a crash leaves a nameless record,
-                // which recovery removes, never a blob nothing names.
-                try commitChanges([.putInode(node)])
-                try syncIndex()
-                try prepareFanOut(for: node.blobID)
-                let blob: FileBlob
-                do {
-                    blob = try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                               vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                               name: name, mimeType: node.mimeType, version: node.contentVersion)
-                } catch {
-                    try? commitChanges([.removeInode(node.id)])
-                    throw error
-                }
-                let open = try OpenFile(id: node.id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache())
-                open.headerName = name
-                open.handles = 1
-                open.writers = 1
-                openFiles[node.id] = open
-                return open
-            }
+        let node = try meta.withLock { s -> Inode in
+            var node = Inode(id: s.index.nextID, kind: .file, permissions: permissions, uid: caller.uid, gid: caller.gid,
+                             now: nowNanoseconds())
+            node.linkCount = 0
+            node.mimeType = MIMETypes.guess(for: name)
+            node.needsCheck = true
+            node.blobID = try SecureRandom.bytes(16)
+            try s.commit([.putInode(node)])
+            return node
         }
+        // The record is durable before the blob exists: a crash leaves a nameless record, which
+        // recovery removes, never a blob nothing names.
+        let blob: FileBlob
+        do {
+            try retryingWhenFull { try syncJournal() }
+            try prepareFanOut(for: node.blobID)
+            blob = try retryingWhenFull {
+                try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
+                                    vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                                    name: name, mimeType: node.mimeType, version: node.contentVersion)
+            }
+        } catch {
+            try? meta.withLock { try $0.commit([.removeInode(node.id)]) }
+            throw error
+        }
+        let file = try meta.withLock { try $0.openNewFile(node.id, blob: blob, name: name) }
         return FileHandle(id: file.id, writable: true, append: false, file: file)
     }
 
@@ -52,19 +48,19 @@ extension UnlockedVault {
         try requireWritable()
         try UnlockedVault.checkName(name)
         try fsync(handle)
-        try retryingWhenFull {
-            try meta.withLock {
-                var node = try record(handle.id)
+        let replaced = try retryingWhenFull {
+            try meta.withLock { s -> Inode? in
+                var node = try s.record(handle.id)
                 guard node.linkCount == 0 else { throw FSError(EINVAL, "the file already has a name") }
-                var directory = try record(parent)
+                var directory = try s.record(parent)
                 guard directory.kind == .directory else { throw FSError(ENOTDIR) }
                 let now = nowNanoseconds()
                 var changes: [IndexChange] = []
                 var victim: Inode?
-                if let existing = try directoryEntries(parent)[name] {
-                    let v = try record(existing)
+                if let existing = try s.directoryEntries(parent)[name] {
+                    let v = try s.record(existing)
                     guard v.kind != .directory else { throw FSError(EISDIR) }
-                    changes += entryRemoval(parent: &directory, name: name, node: v, now: now)
+                    changes += s.entryRemoval(parent: &directory, name: name, node: v, now: now)
                     victim = v
                 }
                 node.linkCount = 1
@@ -72,10 +68,11 @@ extension UnlockedVault {
                 directory.modificationTime = now
                 directory.changeTime = now
                 changes += [.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(directory)]
-                try commitChanges(changes)
-                try syncIndex()
-                if let victim { reapIfGone(victim) }
+                try s.commit(changes)
+                return victim.flatMap { s.index.inodes[$0.id] == nil ? $0 : nil }
             }
         }
+        try syncJournal()
+        if let replaced { reapBlob(of: replaced) }
     }
 }

@@ -16,6 +16,8 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
     case deviceMismatch
     /// The index is older than the newest generation this device has seen.
     case rollback(seen: UInt64, found: UInt64)
+    /// The vault was locked and its keys wiped while a file of it was still open.
+    case locked
     /// A KDF iteration count below the floor, without the testing override.
     case weakKDF(what: String, iterations: Int, minimum: Int)
 
@@ -32,6 +34,7 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
         case let .rollback(seen, found):
             return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found) "
                 + "(if you restored an older copy on purpose, open it once with --accept-rollback)"
+        case .locked: return "the vault is locked (its keys are wiped)"
         case let .weakKDF(what, iterations, minimum):
             return "\(what) iterations \(iterations) are below the minimum \(minimum) (set VAULTAIRE_ALLOW_WEAK_KDF=1 only for tests)"
         }

@@ -153,6 +153,14 @@ public final class IndexStore {
         try journal?.dataSync()
     }
 
+    /// Writes any deferred changes and returns the journal's descriptor, so that the caller can make it
+    /// durable (`dataSync`) after letting go of its lock: an fdatasync covers every record written
+    /// before it, whoever appends meanwhile. Nil for a read-only index.
+    public func flushForSync() throws -> FileDescriptor? {
+        try append([])
+        return journal
+    }
+
     /// Whether the journal has grown enough that a compaction pays off.
     public var wantsCompaction: Bool { journalBytes > max(4 << 20, snapshotBytes) }
 

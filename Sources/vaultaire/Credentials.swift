@@ -8,7 +8,9 @@ import VaultSystem
 /// The options every command that unlocks shares.
 enum CommonOptions {
     static let passphraseFile = CommandSpec.Option(long: "passphrase-file", short: nil, valueName: "file",
-                                                   help: "Read the credential from FILE (whole file, one trailing newline stripped).")
+                                                   help: "Read the credential from FILE, a pipe or a FIFO ('-': standard input) to its end; one trailing newline is stripped.")
+    static let extpass = CommandSpec.Option(long: "extpass", short: nil, valueName: "command",
+                                            help: "Run COMMAND with /bin/sh -c and take the credential from its standard output (one trailing newline stripped).")
     static let keychain = CommandSpec.Option(long: "keychain", short: nil, valueName: "backend",
                                              help: "Keychain backend: secret-service or file (or VAULTAIRE_KEYCHAIN).")
     static let acceptRollback = CommandSpec.Option(long: "accept-rollback", short: nil, valueName: nil,
@@ -52,7 +54,7 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
 /// returned too, for callers that check more envelopes with it).
 func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> (master: SecureBytes, credential: Credential?) {
     let header = try readVaultHeader(path)
-    if args.value("passphrase-file") == nil {
+    if args.value("passphrase-file") == nil && args.value("extpass") == nil {
         do { return (try keychain.getMasterKey(for: header.vaultID), nil) } catch KeychainError.notFound {
             // Not remembered: ask for the credential.
         }

@@ -10,6 +10,8 @@ enum ExitCode: Int32 {
     case success = 0
     case failure = 1
     case notAVault = 6
+    /// The credential could not be read: its file is missing or unreadable, or `--extpass` failed.
+    case credentialUnavailable = 9
     case wrongCredential = 12
     case damaged = 13
     case unsupportedVersion = 14
@@ -55,6 +57,7 @@ func report(_ error: Error) -> (String, ExitCode) {
         case .deviceMismatch: return ("Error: \(e)", .deviceMismatch)
         case .rollback: return ("Error: \(e)", .rollback)
         case .weakKDF: return ("Error: \(e)", .usage)
+        case .locked: return ("Error: \(e)", .failure)
         }
     case let e as KeychainError:
         switch e {
@@ -68,10 +71,13 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as WordlistError: return ("Error: \(e)", .failure)
     case let e as UnsafeFileError:
         return ("Error: \(e)", .unsafeFile)
+    case let e as DamagedFile:
+        return ("Error: vault damaged: \(e)", .damaged)
     case let e as FSError:
         return ("Error: \(e)", exitCode(forErrno: e.errno))
     case let e as SystemError:
-        return ("Error: \(e)", exitCode(forErrno: e.errno))
+        // The host failed (a full disk, an I/O error): not damage.
+        return ("Error: \(e)", hostExitCode(e.errno))
     case let e as CryptoError:
         return ("Error: \(e)", .failure)
     default:
@@ -85,7 +91,7 @@ func exitCode(forErrno e: Int32) -> ExitCode {
     case EEXIST, ENOTEMPTY: return .alreadyExists
     case EACCES, EPERM, EROFS: return .permissionDenied
     case EBUSY: return .busy
-    case EIO: return .damaged
+    // Damage is typed (FormatError.damaged, DamagedFile); an EIO errno is the host's, or a locked vault.
     default: return .ioError
     }
 }

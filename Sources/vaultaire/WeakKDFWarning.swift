@@ -1,4 +1,5 @@
 import VaultFS
+import VaultSystem
 import VaultFormat
 
 /// The loud line every command prints when the vault it opens has KDF iteration counts below the
@@ -7,8 +8,8 @@ import VaultFormat
 /// line on stderr (so an error stays the first), or before a mount detaches.
 enum WeakKDFWarning {
     static let prefix = "Warning: weak key derivation:"
-    private static var pending: String?
-    private static var printed = false
+    /// The line to print, once noted, and whether it was printed.
+    private static let state = Guarded<(pending: String?, printed: Bool)>((nil, false))
 
     /// What is below the floors in `header`, or nil when nothing is.
     static func shortfall(_ header: VaultHeader) -> String? {
@@ -24,14 +25,19 @@ enum WeakKDFWarning {
 
     /// Notes `header` for the warning.
     static func note(_ header: VaultHeader) {
-        guard pending == nil, let what = shortfall(header) else { return }
-        pending = "\(prefix) this vault's \(what) — made with VAULTAIRE_ALLOW_WEAK_KDF, which is for tests only; a stolen copy is cheap to guess against. Move its files to a vault made without it."
+        guard let what = shortfall(header) else { return }
+        let line = "\(prefix) this vault's \(what) — made with VAULTAIRE_ALLOW_WEAK_KDF, which is for tests only; "
+            + "a stolen copy is cheap to guess against. Move its files to a vault made without it."
+        state.withLock { if $0.pending == nil { $0.pending = line } }
     }
 
     static func printIfNoted() {
-        guard let line = pending, !printed else { return }
-        printed = true
-        printError(line)
+        let line = state.withLock { s -> String? in
+            guard let line = s.pending, !s.printed else { return nil }
+            s.printed = true
+            return line
+        }
+        if let line { printError(line) }
     }
 }
 

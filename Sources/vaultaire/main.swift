@@ -2,7 +2,7 @@ import Glibc
 import VaultSystem
 
 /// Every command, by name, with its spec and entry point.
-let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
+nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) throws -> Void)] = [
     (InitCommand.spec, InitCommand.run),
     (MountCommand.spec, MountCommand.run),
     (UnmountCommand.spec, UnmountCommand.run),
@@ -18,12 +18,15 @@ let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
     (RemoveCommand.spec, RemoveCommand.run),
     (MakeDirectoryCommand.spec, MakeDirectoryCommand.run),
     (KDFBenchCommand.spec, KDFBenchCommand.run),
+    (Version.spec, Version.run),
 ]
 
 let overview = """
     OVERVIEW: Vaultaire — an encrypted vault you mount as an ordinary folder.
 
     USAGE: vaultaire <command> [options]
+           vaultaire <vault> <mountpoint> -o <options>   (the form mount.fuse3 runs; see 'vaultaire help mount')
+           vaultaire <vault> <mountpoint> -o <options>   (as mount.fuse3 runs it: see 'vaultaire help mount')
 
     COMMANDS:
     \(commands.map { "  \($0.spec.name.padding(12))\($0.spec.overview)" }.joined(separator: "\n"))
@@ -58,6 +61,8 @@ func main() -> Int32 {
     }
     argv.removeFirst()
     if name == "-h" || name == "--help" { print(overview, terminator: ""); return 0 }
+    if name == "--version" || name == "-V" { print(Version.text, terminator: ""); return 0 }
+    if name == GenerateCommand.name { return GenerateCommand.run(argv) }
     if name == "help" {
         if let topic = argv.first {
             guard let c = commands.first(where: { $0.spec.name == topic }) else {
@@ -71,13 +76,21 @@ func main() -> Int32 {
         return 0
     }
     guard let command = commands.first(where: { $0.spec.name == name }) else {
+        if MountHelper.matches(name) {
+            return run(MountCommand.spec, MountCommand.run, MountHelper.mountArguments(vault: name, rest: argv))
+        }
         printError("Error: unknown command '\(name)'\nSee 'vaultaire --help'.")
         return ExitCode.usage.rawValue
     }
     defer { WeakKDFWarning.printIfNoted() }
+    return run(command.spec, command.run, argv)
+}
+
+/// Parses `argv` for `spec` and runs the command; errors become one line and an exit code.
+func run(_ spec: CommandSpec, _ body: (ParsedArguments) throws -> Void, _ argv: [String]) -> Int32 {
     do {
-        let args = try command.spec.parse(argv)
-        try command.run(args)
+        let args = try spec.parse(argv)
+        try body(args)
         return 0
     } catch CLIError.helpRequested(let spec) {
         print(spec.help, terminator: "")

@@ -54,7 +54,7 @@ enum PutCommand {
         usage: "vaultaire put <vault> <source> <destination>",
         arguments: [("<vault>", "The vault directory."), ("<source>", "Local file ('-' for standard input)."),
                     ("<destination>", "Path inside the vault; an existing directory receives the file under its own name.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
@@ -91,6 +91,7 @@ enum PutCommand {
         defer { vault.release(handle) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
+        let progress = ProgressMeter(total: regularFileSize(input), unit: .bytes, quiet: args.has("quiet"))
         while true {
             let n = try PathErrors.local(source) {
                 try buffer.withUnsafeMutableBytes { b in
@@ -102,8 +103,10 @@ enum PutCommand {
                 try buffer.withUnsafeBytes { try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             }
             offset += n
+            progress.update(offset)
         }
         try PathErrors.inVault(destination) { try vault.attach(handle, in: parent, name: name) }
+        progress.finish(offset)
     }
 }
 
@@ -116,7 +119,7 @@ enum GetCommand {
         options: [
             .init(long: "force", short: nil, valueName: nil,
                   help: "Replace an existing local file (only once the whole copy has been read and authenticated)."),
-            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback,
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
         minimumPositionals: 3, maximumPositionals: 3)
 
@@ -127,26 +130,27 @@ enum GetCommand {
         }
         let vault = try openVault(args, readOnly: true)
         defer { try? vault.close() }
-        let handle = try PathErrors.inVault(source) {
-            let node = try vault.resolve(source)
-            return try vault.open(node.id, write: false)
-        }
+        let node = try PathErrors.inVault(source) { try vault.resolve(source) }
+        let handle = try PathErrors.inVault(source) { try vault.open(node.id, write: false) }
         defer { vault.release(handle) }
+        let progress = ProgressMeter(total: Int(node.size), unit: .bytes, quiet: args.has("quiet"))
         if destination == "-" {
-            try copyOut(vault, handle, source: source, to: 1, destination: "standard output")
+            try copyOut(vault, handle, source: source, to: 1, destination: "standard output", progress: progress)
             return
         }
         // Written beside the destination, renamed over it only once complete: a damaged vault file or
         // an interruption leaves the local file as it was.
         let temporary = try PathErrors.local(destination) { try ReplacementFile(replacing: destination) }
-        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination)
+        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination,
+                    progress: progress)
         try PathErrors.local(destination) { try temporary.commit() }
     }
 
     private static func copyOut(_ vault: UnlockedVault, _ handle: VaultFS.FileHandle, source: String, to output: Int32,
-                                destination: String) throws {
+                                destination: String, progress: ProgressMeter) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
+        defer { progress.finish(offset) }
         while true {
             let n = try PathErrors.inVault(source) { try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) } }
             if n == 0 { break }
@@ -159,6 +163,7 @@ enum GetCommand {
                 }
             }
             offset += n
+            progress.update(offset)
         }
     }
 }
@@ -200,6 +205,13 @@ enum MakeDirectoryCommand {
             }
         }
     }
+}
+
+/// The size of the file open on `fd` if it is a regular file (a pipe's is unknown).
+func regularFileSize(_ fd: Int32) -> Int? {
+    var st = stat()
+    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+    return Int(st.st_size)
 }
 
 func currentUmask() -> UInt32 {

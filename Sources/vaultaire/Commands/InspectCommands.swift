@@ -53,7 +53,7 @@ enum VerifyCommand {
         options: [
             .init(long: "repair", short: nil, valueName: nil,
                   help: "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."),
-            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback,
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
@@ -69,14 +69,14 @@ enum VerifyCommand {
             let backup = try? vault.header.unlockWithBackupKey(credential: credential)
             if backup.map({ !vault.holdsMasterKey($0) }) ?? true { envelopeDamage = "backup envelope in vault.header fails authentication" }
         }
-        let showProgress = standardErrorIsTerminal
+        var progress: ProgressMeter?
+        var checked = 0
         let report = vault.verify { done, total in
-            guard showProgress, done == total || done % 16 == 0 else { return }
-            let width = 30
-            let filled = total == 0 ? width : done * width / total
-            printError("\r[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(done)/\(total)\u{1B}[K", newline: false)
+            if progress == nil { progress = ProgressMeter(total: total, unit: .files, quiet: args.has("quiet")) }
+            progress?.update(done)
+            checked = done
         }
-        if showProgress { printError("") }
+        progress?.finish(checked)
         for notice in report.notices { printError("Notice: \(notice)") }
         if repair && !report.strayBlobs.isEmpty {
             let removed = try vault.removeStrayBlobs(report.strayBlobs)
@@ -135,5 +135,5 @@ func format3(_ v: Double) -> String {
 }
 
 func printError(_ text: String, newline: Bool) {
-    _ = (newline ? text + "\n" : text).withCString { fputs($0, stderr) }
+    StandardError.write(newline ? text + "\n" : text)
 }
