@@ -1,4 +1,5 @@
 internal import CFuse
+internal import CFuseRing
 internal import CFuseWire
 import Glibc
 import VaultCrypto
@@ -113,9 +114,10 @@ public enum Mounter {
         mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
         ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")
         _ = fuse_set_signal_handlers(session)
+        var rings: OpaquePointer?
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
-            // If the rings cannot be set up, the device loop alone serves, as without io_uring.
-            _ = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
+            // If the rings cannot be set up (nil), the device loop alone serves, as without io_uring.
+            rings = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
                 var buffer = fuse_buf()
                 buffer.size = length
                 buffer.mem = request
@@ -127,7 +129,7 @@ public enum Mounter {
         ServiceManager.stopping(status: "Unmounting \(mountpoint): saving and locking \(vault.layout.root)")
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
-        vaultaire_ring_finish()  // no request is being served once this returns
+        vaultaire_ring_finish(rings)  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         witnesses?.finish(mounted.closeError)
