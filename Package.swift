@@ -32,10 +32,12 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
+        // Ciphertext backups through rclone: the backup format (headers, manifests) and its logic.
+        .target(name: "VaultBackup", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
-            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE"]),
+            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup"]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),

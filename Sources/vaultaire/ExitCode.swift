@@ -1,4 +1,5 @@
 import Glibc
+import VaultBackup
 import VaultCrypto
 import VaultFS
 import VaultFormat
@@ -20,6 +21,8 @@ enum ExitCode: Int32 {
     case busy = 19
     case rollback = 20
     case mountFailed = 21
+    case remoteUnreachable = 22
+    case remoteDamaged = 23
     case usage = 64
     case ioError = 74
     case permissionDenied = 77
@@ -57,6 +60,16 @@ func report(_ error: Error) -> (String, ExitCode) {
             return ("Error: \(e)", .keychainUnavailable)
         case .notFound, .invalidKeySize, .corruptItem:
             return ("Error: \(e)", .keychainUnavailable)
+        }
+    case let e as BackupError:
+        switch e {
+        case .remoteUnreachable: return ("Error: \(e)", .remoteUnreachable)
+        case .remoteDamaged: return ("Error: \(e)", .remoteDamaged)
+        case .noBackup: return ("Error: \(e)", .notFound)
+        case .otherVault: return ("Error: \(e)", .alreadyExists)
+        case .rollback: return ("Error: \(e)", .rollback)
+        case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
+        case .rcloneMissing: return ("Error: \(e)", .failure)
         }
     case let e as CredentialError: return ("Error: \(e)", .usage)
     case let e as RecoveryPhraseError: return ("Error: \(e)", .wrongCredential)

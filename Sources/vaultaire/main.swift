@@ -17,6 +17,8 @@ let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
     (GetCommand.spec, GetCommand.run),
     (RemoveCommand.spec, RemoveCommand.run),
     (MakeDirectoryCommand.spec, MakeDirectoryCommand.run),
+    (BackupCommand.spec, BackupCommand.run),
+    (RestoreCommand.spec, RestoreCommand.run),
     (KDFBenchCommand.spec, KDFBenchCommand.run),
 ]
 
