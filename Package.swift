@@ -47,6 +47,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "BackupTests", dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
     swiftLanguageModes: [.v5]

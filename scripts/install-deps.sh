@@ -9,7 +9,17 @@ packages=(
   libsecret-1-dev gnome-keyring dbus libglib2.0-bin   # Secret Service keychain, and a real one for tests
   python3-mnemonic                      # the BIP-39 English word list for recovery phrases
   sqlite3 git rsync tar findutils coreutils psmisc    # ordinary tools the demo and the mount tests use
+  rclone                                # backups: the only way Vaultaire talks to a remote
+  openssh-server openssh-client         # backup tests: a throwaway sshd as an SFTP remote
 )
+
+# Backup tests: moto's standalone S3 server, from PyPI (Debian 12 has no package of it).
+install_moto() {
+  python3 -c 'import moto.server, flask_cors' 2>/dev/null && return 0
+  echo "install-deps: installing moto[server] from PyPI"
+  python3 -m pip install --quiet 'moto[server]' 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages 'moto[server]'
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,6 +28,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_moto
   exit 0
 fi
 
@@ -26,4 +37,5 @@ SUDO=""
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_moto
 echo "install-deps: done"

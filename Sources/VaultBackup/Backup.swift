@@ -60,7 +60,8 @@ public enum Backup {
         var manifest = Manifest(vaultID: header.vaultID, id: id, headerHash: headerHash, created: 0, generation: 0,
                                 files: 0, fileBytes: 0, entries: [])
         try VaultAccess.withWriterLock(at: layout.root, notice: notice) {
-            let vault = try VaultAccess.open(at: layout.root, master: master, keychain: keychain, readOnly: true)
+            // The vault wipes the key it is given when it closes: it gets a copy.
+            let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: keychain, readOnly: true)
             for n in vault.notices { notice(n) }
             (manifest.generation, manifest.files, manifest.fileBytes) = (vault.generation, UInt64(vault.contentSummary.files), vault.contentSummary.bytes)
             try vault.close()

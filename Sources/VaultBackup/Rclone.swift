@@ -35,6 +35,8 @@ public final class Rclone {
             let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
             let pick = lines.last(where: { $0.contains("ERROR") || $0.contains("Failed") || $0.contains("CRITICAL") }) ?? lines.last ?? "exit status \(status)"
             var text = pick
+            // "2026/12/04 15:48:43 " before each line.
+            if text.count > 20, text.prefix(20).allSatisfy({ $0.isNumber || $0 == "/" || $0 == ":" || $0 == " " }) { text = String(text.dropFirst(20)) }
             if let r = text.range(of: "ERROR : ") { text = String(text[r.upperBound...]) }
             else if let r = text.range(of: "CRITICAL: ") { text = String(text[r.upperBound...]) }
             return String(text.prefix(300))
@@ -118,7 +120,8 @@ public final class Rclone {
 
     /// Every file under the backup's root (paths relative to it), or nil when the root does not exist.
     public func list() throws -> [String]? {
-        let r = try run(["lsf", "-R", "--files-only", remote])
+        // Few retries: an unreachable remote is reported in seconds, not after rclone's minutes of backing off.
+        let r = try run(["lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s", remote])
         if r.status == Rclone.directoryNotFound { return nil }
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").map(String.init)

@@ -113,7 +113,16 @@ public enum Restore {
 
         let old = umask(0o077)
         defer { umask(old) }
+        let made = !FileSystem.exists(target)
         try FileSystem.makeDirectories(target)
+        // Whatever fails from here on leaves the target as it was: absent, or an empty directory.
+        var finished = false
+        defer {
+            if !finished {
+                Staging.removeTree(target)
+                if !made { try? FileSystem.makeDirectory(target) }
+            }
+        }
         let scratch = try Staging(what: "restore", in: FileSystem.parent(of: FileSystem.canonicalPath(target) ?? target))
         var summary = Summary(snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
                               objects: manifest.entries.count)
@@ -142,7 +151,7 @@ public enum Restore {
         try layout.writeHeader(vaultHeader)
 
         status("verifying the restored vault")
-        let vault = try VaultAccess.open(at: layout.root, master: master, keychain: nil, readOnly: true)
+        let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)
         let report = vault.verify(scanForStrayBlobs: false)
         try vault.close()
         summary.chunksChecked = report.chunksChecked
@@ -151,6 +160,7 @@ public enum Restore {
         }
         if let g = generation, g > manifest.generation { try keychain.setGeneration(manifest.generation, for: manifest.vaultID) }
         try SeenSnapshots().record(id, vaultID: manifest.vaultID, remote: rclone.remote)
+        finished = true
         return summary
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+import XCTest
+
+/// What an altered remote does to `restore` and `backup --verify`: a flipped byte in an object, a
+/// missing object, an old manifest under a newer name, a backup header changed, newer snapshots
+/// deleted (a rollback). Each is refused with its exit code and one line naming the remote.
+final class RemoteDamageTests: XCTestCase {
+    var w: BackupWorld!
+    var remote: String { w.root + "/remote" }
+
+    override func setUpWithError() throws {
+        w = try BackupWorld()
+        try w.put(["/notes.txt": Data("first".utf8), "/photos/big.bin": BackupWorld.random(300_000)])
+        try w.vaultaire(["backup", w.vault, remote, "--passphrase-file", w.passphraseFile])
+        try w.put(["/later.txt": Data("second".utf8)])
+        try w.vaultaire(["backup", w.vault, remote, "--passphrase-file", w.passphraseFile])
+    }
+
+    override func tearDown() { w = nil }
+
+    /// Restores on a new device and expects `status`; the target must not be left behind.
+    func expectRefused(_ status: Int32, extra: [String] = [], mentioning text: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let target = w.root + "/restored-\(UInt32.random(in: 0...UInt32.max))"
+        let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile] + extra, device: w.freshDevice(),
+                                expect: status, file: file, line: line)
+        XCTAssertTrue(r.stderr.hasPrefix("Error: remote \(remote)") && r.stderr.contains(text) && r.stderr.split(separator: "\n").count == 1,
+                      r.stderr, file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target), "a refused restore left \(target)", file: file, line: line)
+    }
+
+    func objects() throws -> [String] { try w.remoteFiles(remote).filter { $0.hasPrefix("objects/") }.sorted() }
+
+    func testAFlippedByteInAnObjectIsDetected() throws {
+        let victim = try objects().first!
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + victim))
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: remote + "/" + victim))
+        try expectRefused(23, mentioning: "does not match its hash")
+        let r = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", w.passphraseFile], device: w.freshDevice(), expect: 23)
+        XCTAssertTrue(r.stderr.contains(victim), r.stderr)
+    }
+
+    func testAMissingObjectIsDetected() throws {
+        let victim = try objects().last!
+        try FileManager.default.removeItem(atPath: remote + "/" + victim)
+        try expectRefused(23, mentioning: "is missing")
+    }
+
+    func testAnOldManifestUnderANewerNameIsDetected() throws {
+        try FileManager.default.removeItem(atPath: remote + "/snapshots/0000000002")
+        try FileManager.default.copyItem(atPath: remote + "/snapshots/0000000001", toPath: remote + "/snapshots/0000000002")
+        try expectRefused(23, mentioning: "holds the manifest of snapshot 1")
+    }
+
+    func testAChangedBackupHeaderIsDetected() throws {
+        let key = try w.remoteFiles(remote).first { $0.hasPrefix("keys/") }!
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + key))
+        bytes[40] ^= 0x80
+        try bytes.write(to: URL(fileURLWithPath: remote + "/" + key))
+        try expectRefused(23, mentioning: "does not match its hash")
+    }
+
+    func testARollbackIsRefusedOnADeviceThatSawTheNewerSnapshot() throws {
+        // The device that made snapshot 2 saw it; the remote is rolled back to snapshot 1.
+        try FileManager.default.removeItem(atPath: remote + "/snapshots/0000000002")
+        let target = w.root + "/rolled-back"
+        let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile], expect: 20)
+        XCTAssertTrue(r.stderr.contains("snapshot 1 is older than snapshot 2"), r.stderr)
+        try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile, "--accept-rollback"])
+        XCTAssertEqual(try w.tree(of: target)["/notes.txt"], Data("first".utf8))
+    }
+
+    func testAWrongPassphraseIsRefused() throws {
+        let wrong = w.write("wrong", Data("not the passphrase".utf8))
+        let r = try w.vaultaire(["restore", remote, w.root + "/x", "--passphrase-file", wrong], device: w.freshDevice(), expect: 12)
+        XCTAssertEqual(r.stderr, "Error: wrong credential\n")
+    }
+}
