@@ -82,7 +82,8 @@ public enum Restore {
                               status: (String) -> Void) throws -> Summary {
         let remote = try RemoteBackup(rclone: rclone, requireSnapshot: true)
         let id = try choose(remote, requested: requested)
-        let (manifest, master, _) = try open(remote, id: id, unlocking: unlocking, acceptRollback: acceptRollback)
+        // Checking an older snapshot on purpose is no rollback; the newest must not be older than seen.
+        let (manifest, master, _) = try open(remote, id: id, unlocking: unlocking, acceptRollback: acceptRollback || requested != nil)
         defer { master.wipe() }
         let scratch = try Staging(what: "verify")
         var summary = Summary(snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,

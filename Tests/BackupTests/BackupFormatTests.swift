@@ -1,0 +1,50 @@
+import VaultBackup
+import VaultCrypto
+import VaultFormat
+import XCTest
+
+/// The backup format's own structures: the sealed manifest and its paths.
+final class BackupFormatTests: XCTestCase {
+    let master = SecureBytes(copying: Array(0..<32))
+
+    func sample() -> Manifest {
+        Manifest(vaultID: [UInt8](repeating: 0xaa, count: 16), id: 7, headerHash: [UInt8](repeating: 0xbb, count: 32),
+                 created: 1_700_000_000_000_000_000, generation: 42, files: 2, fileBytes: 1234,
+                 entries: [.init(path: "index/snapshot", size: 100, hash: [UInt8](repeating: 1, count: 32)),
+                           .init(path: "blobs/ab/" + String(repeating: "c", count: 30), size: 4680, hash: [UInt8](repeating: 2, count: 32))])
+    }
+
+    func testAManifestOpensToWhatWasSealed() throws {
+        let m = sample()
+        XCTAssertEqual(try Manifest(opening: try m.sealed(master: master), master: master), m)
+    }
+
+    func testEveryBitFlipOfASealedManifestIsRefused() throws {
+        let sealed = try sample().sealed(master: master)
+        var accepted = 0
+        for i in 0..<sealed.count * 8 {
+            var b = sealed
+            b[i / 8] ^= UInt8(1 << (i % 8))
+            if (try? Manifest(opening: b, master: master)) != nil { accepted += 1 }
+        }
+        XCTAssertEqual(accepted, 0)
+    }
+
+    func testAManifestOpensOnlyWithItsMasterKey() throws {
+        let sealed = try sample().sealed(master: master)
+        XCTAssertThrowsError(try Manifest(opening: sealed, master: SecureBytes(copying: [UInt8](repeating: 9, count: 32))))
+    }
+
+    func testOnlyVaultFilesAreValidPaths() {
+        let good = ["index/snapshot", "index/journal", "blobs/0f/" + String(repeating: "a", count: 30), "thumbs/ff/" + String(repeating: "0", count: 30)]
+        let bad = ["vault.header", "../x", "/etc/passwd", "blobs/../../etc/x", "blobs/0f/" + String(repeating: "A", count: 30),
+                   "blobs/0f/" + String(repeating: "a", count: 31), "index/../x", "blobs/0f/../" + String(repeating: "a", count: 27)]
+        XCTAssertEqual(good.filter(Manifest.isVaultPath), good)
+        XCTAssertEqual(bad.filter(Manifest.isVaultPath), [])
+    }
+
+    func testObjectAndSnapshotNames() {
+        XCTAssertEqual(BackupFormat.objectPath([0xab] + [UInt8](repeating: 0xcd, count: 31)), "objects/ab/" + String(repeating: "cd", count: 31))
+        XCTAssertEqual(BackupFormat.snapshotPath(42), "snapshots/0000000042")
+    }
+}
