@@ -43,6 +43,11 @@ final class BackupFormatTests: XCTestCase {
         XCTAssertEqual(bad.filter(Manifest.isVaultPath), [])
     }
 
+    func testManifestKeyVector() {
+        let key = BackupFormat.manifestKey(master: master)
+        XCTAssertEqual(key.withUnsafeBytes { Array($0) }.hex, "62ddac7b47d33ea4a51066966911bc1cd80e4fabc67fca259492b90cfaee6932")
+    }
+
     func testObjectAndSnapshotNames() {
         XCTAssertEqual(BackupFormat.objectPath([0xab] + [UInt8](repeating: 0xcd, count: 31)), "objects/ab/" + String(repeating: "cd", count: 31))
         XCTAssertEqual(BackupFormat.snapshotPath(42), "snapshots/0000000042")
