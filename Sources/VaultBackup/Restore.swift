@@ -138,7 +138,7 @@ public enum Restore {
             let destination = layout.root + "/" + e.path
             try layout.prepareParent(of: destination)
             if let first = placed[object] {
-                try FileSystem.replaceFile(destination, with: try FileSystem.readFile(first, limit: Int.max))
+                try Staging.createFile(destination, try FileSystem.readFile(first, limit: Int.max))
             } else {
                 try retryingEINTR("rename", path: destination) { rename(scratch.path + "/" + object, destination) }
                 placed[object] = destination
@@ -149,7 +149,9 @@ public enum Restore {
                                           iterations: Int(header.vaultHeader.backup.iterations))
         try FileSystem.syncFileSystem(containing: layout.root)
         // The header last, as `init` does: a directory without it is not (yet) a vault.
-        try layout.writeHeader(vaultHeader)
+        try Staging.createFile(layout.header + ".tmp", vaultHeader.encoded())
+        try retryingEINTR("rename", path: layout.header) { rename(layout.header + ".tmp", layout.header) }
+        try FileSystem.syncDirectory(containing: layout.header)
 
         status("verifying the restored vault")
         let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)

@@ -28,6 +28,14 @@ public final class Staging {
         try fd.write(bytes, at: 0)
     }
 
+    /// Writes a new file at `path` (O_EXCL | O_NOFOLLOW: nothing planted there is followed or
+    /// reused) and syncs it.
+    public static func createFile(_ path: String, _ bytes: [UInt8]) throws {
+        let fd = try FileDescriptor(path: path, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        try fd.write(bytes, at: 0)
+        try fd.sync()
+    }
+
     /// A list of names for rclone's --files-from, one a line.
     public func writeList(_ name: String, _ lines: [String]) throws -> String {
         try write(name, Array(lines.map { $0 + "\n" }.joined().utf8))
