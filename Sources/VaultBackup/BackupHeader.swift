@@ -29,7 +29,6 @@ public struct BackupHeader: Equatable {
     public let vaultHeader: VaultHeader
 
     public var vaultID: [UInt8] { vaultHeader.vaultID }
-    public var hash: [UInt8] { (try? SHA256Stream.digest(bytes)) ?? [] }
 
     /// The backup header of a vault, taken from its `vault.header`.
     public init(of header: VaultHeader) throws {
