@@ -64,6 +64,11 @@ final class BackupCommandTests: XCTestCase {
         let notEmpty = w.root + "/not-empty"
         try FileManager.default.createDirectory(atPath: notEmpty + "/x", withIntermediateDirectories: true)
         let closedPort = try freePort()
+        let otherVault = w.root + "/other-vault"
+        try w.vaultaire(["init", otherVault, "--passphrase-file", w.passphraseFile, "--kdf-iterations", "1000",
+                         "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/other-phrase"])
+        let other = try w.vaultaire(["backup", otherVault, remote, "--passphrase-file", w.passphraseFile], expect: 18)
+        XCTAssertEqual(other.stderr, "Error: remote \(remote): holds the backups of another vault\n")
         let cases: [([String], Int32, String)] = [
             (["backup", w.vault, remote, "--keep", "0", "--passphrase-file", w.passphraseFile], 64, "--keep"),
             (["backup", w.root, remote, "--passphrase-file", w.passphraseFile], 6, w.root),
