@@ -77,7 +77,9 @@ public enum Backup {
                 let (hash, size) = try VaultFiles.hash(layout.root + "/" + p)
                 manifest.entries.append(Manifest.Entry(path: p, size: size, hash: hash))
                 let object = BackupFormat.objectPath(hash)
-                if remote.contents.objects.contains(object) { summary.objectsPresent += 1; continue }
+                // Present only whole: an object of another size is what an interrupted upload left, and is
+                // replaced (its name fixes its only right content).
+                if remote.contents.objectSizes[object] == size { summary.objectsPresent += 1; continue }
                 guard staged.insert(object).inserted else { continue }
                 try staging.link("upload/" + object, to: layout.root + "/" + p)
                 toUpload.append(object)

@@ -118,10 +118,12 @@ public final class Rclone {
         return String(line[r.upperBound...]).trimmingCharacters(in: " \t")
     }
 
-    /// Every file under the backup's root (paths relative to it), or nil when the root does not exist.
+    /// Every file under the backup's root as "path;size" (paths relative to it), or nil when the root
+    /// does not exist.
     public func list() throws -> [String]? {
         // Few retries: an unreachable remote is reported in seconds, not after rclone's minutes of backing off.
-        let r = try run(["lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s", remote])
+        let r = try run(["lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s",
+                         "--format", "ps", "--separator", ";", remote])
         if r.status == Rclone.directoryNotFound { return nil }
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").map(String.init)

@@ -63,6 +63,18 @@ final class BackupWorld {
         return Set(r.stdout.split(separator: "\n").map(String.init))
     }
 
+    /// The largest object on the remote: the blob of the biggest file, which every snapshot of the
+    /// tests names (a small one may be an index file only an older snapshot needs).
+    func largestObject(_ remote: String) throws -> String {
+        let r = try runner.run("/usr/bin/rclone", ["lsf", "-R", "--files-only", "--format", "ps", "--separator", ";", remote])
+        let sized = r.stdout.split(separator: "\n").compactMap { line -> (String, Int)? in
+            let f = line.split(separator: ";")
+            guard f.count == 2, f[0].hasPrefix("objects/"), let n = Int(f[1]) else { return nil }
+            return (String(f[0]), n)
+        }
+        return sized.max { $0.1 < $1.1 }!.0
+    }
+
     func join(_ remote: String, _ relative: String) -> String { remote.hasSuffix(":") ? remote + relative : remote + "/" + relative }
 
     /// Puts `files` (path inside the vault → contents) into the vault, making directories as needed.

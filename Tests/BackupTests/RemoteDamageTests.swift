@@ -28,10 +28,8 @@ final class RemoteDamageTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: target), "a refused restore left \(target)", file: file, line: line)
     }
 
-    func objects() throws -> [String] { try w.remoteFiles(remote).filter { $0.hasPrefix("objects/") }.sorted() }
-
     func testAFlippedByteInAnObjectIsDetected() throws {
-        let victim = try objects().first!
+        let victim = try w.largestObject(remote)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + victim))
         bytes[bytes.count / 2] ^= 0x01
         try bytes.write(to: URL(fileURLWithPath: remote + "/" + victim))
@@ -41,7 +39,7 @@ final class RemoteDamageTests: XCTestCase {
     }
 
     func testAMissingObjectIsDetected() throws {
-        let victim = try objects().last!
+        let victim = try w.largestObject(remote)
         try FileManager.default.removeItem(atPath: remote + "/" + victim)
         try expectRefused(23, mentioning: "is missing")
     }
@@ -68,6 +66,16 @@ final class RemoteDamageTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("snapshot 1 is older than snapshot 2"), r.stderr)
         try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile, "--accept-rollback"])
         XCTAssertEqual(try w.tree(of: target)["/notes.txt"], Data("first".utf8))
+    }
+
+    func testAnObjectCutShortByAnInterruptedUploadIsReplacedByTheNextBackup() throws {
+        let victim = try w.largestObject(remote)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: remote + "/" + victim))
+        try handle.truncate(atOffset: 10)
+        try handle.close()
+        let r = try w.vaultaire(["backup", w.vault, remote, "--passphrase-file", w.passphraseFile])
+        XCTAssertEqual(BackupWorld.number(after: "uploaded ", in: r.stdout), 1, r.stdout)
+        try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", w.passphraseFile], device: w.freshDevice())
     }
 
     func testAWrongPassphraseIsRefused() throws {

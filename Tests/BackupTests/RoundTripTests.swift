@@ -63,5 +63,16 @@ final class RoundTripTests: XCTestCase {
                        ["0000000001", "0000000002", "0000000003"], list.stdout)
         let verify = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", pw], device: w.freshDevice())
         XCTAssertTrue(verify.stdout.contains("manifest authentic"), verify.stdout)
+
+        // A byte flipped in an object on this remote (through rclone itself) is found.
+        let victim = try w.largestObject(remote)
+        let local = w.root + "/flipped"
+        try w.rclone(["copyto", w.join(remote, victim), local])
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: local))
+        bytes[bytes.count / 2] ^= 0x04
+        try bytes.write(to: URL(fileURLWithPath: local))
+        try w.rclone(["copyto", local, w.join(remote, victim)])
+        let damaged = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", pw], device: w.freshDevice(), expect: 23)
+        XCTAssertTrue(damaged.stderr.contains("\(victim) ("), damaged.stderr)
     }
 }
