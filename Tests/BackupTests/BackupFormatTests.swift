@@ -53,3 +53,49 @@ final class BackupFormatTests: XCTestCase {
         XCTAssertEqual(BackupFormat.snapshotPath(42), "snapshots/0000000042")
     }
 }
+
+/// The backup header carries a vault header's backup and recovery envelopes so that they open
+/// without the device salt, and refuses what it does not know.
+final class BackupHeaderTests: XCTestCase {
+    let passphrase = "correct horse battery"
+    let phrase = SecureBytes(copying: Array("a normalized recovery phrase stands in here".utf8))
+
+    func makeHeader() throws -> (VaultHeader, SecureBytes) {
+        setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
+        return try VaultHeader.create(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil,
+                                      deviceSalt: SecureBytes(copying: [UInt8](repeating: 0x11, count: 32)), iterations: 1000,
+                                      recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 12)
+    }
+
+    func testItOpensWithThePassphraseOrThePhraseAloneAndParsesBack() throws {
+        let (vaultHeader, master) = try makeHeader()
+        let header = try BackupHeader(of: vaultHeader)
+        XCTAssertEqual(header.bytes.count, BackupHeader.encodedSize)
+        XCTAssertEqual(try BackupHeader(decoding: header.bytes), header)
+        XCTAssertTrue(try header.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8)))).constantTimeEquals(master))
+        XCTAssertTrue(try header.unlock(recoveryPhrase: phrase).constantTimeEquals(master))
+        XCTAssertThrowsError(try header.unlock(credential: .passphrase(SecureBytes(copying: Array("wrong passphrase".utf8))))) {
+            XCTAssertEqual($0 as? FormatError, .wrongCredential)
+        }
+    }
+
+    func testAnotherVersionOrSizeIsRefused() throws {
+        let header = try BackupHeader(of: try makeHeader().0)
+        var newer = header.bytes
+        newer[4] = 2
+        XCTAssertThrowsError(try BackupHeader(decoding: newer)) { XCTAssertEqual($0 as? BackupFormatError, .unsupportedVersion(2)) }
+        XCTAssertThrowsError(try BackupHeader(decoding: Array(header.bytes.dropLast())))
+    }
+
+    func testAnEnvelopeBitFlipDoesNotOpen() throws {
+        let (vaultHeader, _) = try makeHeader()
+        let bytes = try BackupHeader(of: vaultHeader).bytes
+        // vault format version, vault ID, chunk size, backup count, nonce, sealed key, tag
+        for offset in [8, 20, 28, 131, 140, 150, 192] {
+            var b = bytes
+            b[offset] ^= 0x01
+            let opened = (try? BackupHeader(decoding: b)).flatMap { try? $0.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8)))) }
+            XCTAssertNil(opened, "offset \(offset)")
+        }
+    }
+}
