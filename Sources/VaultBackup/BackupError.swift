@@ -11,6 +11,8 @@ public enum BackupError: Error, Equatable, CustomStringConvertible {
     case otherVault(remote: String)
     /// The snapshot is older than the newest this device has seen from this remote.
     case rollback(remote: String, seen: UInt64, found: UInt64)
+    /// The restored vault fails verification where the vault backed up did too (its objects matched).
+    case restoredWithDamage(target: String, damaged: Int, first: String)
     /// rclone is not installed (or not runnable).
     case rcloneMissing(reason: String)
     /// The backup format version of an object on the remote is not one this build reads.
@@ -24,6 +26,8 @@ public enum BackupError: Error, Equatable, CustomStringConvertible {
         case let .otherVault(remote): return "remote \(remote): holds the backups of another vault"
         case let .rollback(remote, seen, found):
             return "remote \(remote): snapshot \(found) is older than snapshot \(seen), the newest this device has seen there (a rollback; restore it anyway with --accept-rollback)"
+        case let .restoredWithDamage(target, damaged, first):
+            return "in-vault \(target): restored, but \(damaged) file(s) fail verification, as they did when backed up (first \(first)); see 'vaultaire verify'"
         case let .rcloneMissing(reason): return "local: rclone cannot be run (\(reason)); install Debian's rclone package"
         case let .unsupportedVersion(remote, version):
             return "remote \(remote): unsupported backup format version \(version) (this build reads version \(BackupFormat.version))"

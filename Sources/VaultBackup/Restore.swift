@@ -158,12 +158,15 @@ public enum Restore {
         let report = vault.verify(scanForStrayBlobs: false)
         try vault.close()
         summary.chunksChecked = report.chunksChecked
-        guard report.isIntact else {
-            throw FormatError.damaged("restored vault \(target): \(report.damaged.count) file(s) fail verification, first \(report.damaged[0].path): \(report.damaged[0].reason)")
-        }
         if let g = generation, g > manifest.generation { try keychain.setGeneration(manifest.generation, for: manifest.vaultID) }
         try SeenSnapshots().record(id, vaultID: manifest.vaultID, remote: rclone.remote)
         finished = true
+        // Every object matched the authenticated manifest, so damage found now was in the vault when it
+        // was backed up: the restore stands (the other files are good), and the damage is reported.
+        guard report.isIntact else {
+            throw BackupError.restoredWithDamage(target: target, damaged: report.damaged.count,
+                                                 first: "\(report.damaged[0].path): \(report.damaged[0].reason)")
+        }
         return summary
     }
 }

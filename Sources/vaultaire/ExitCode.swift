@@ -69,6 +69,7 @@ func report(_ error: Error) -> (String, ExitCode) {
         case .otherVault: return ("Error: \(e)", .alreadyExists)
         case .rollback: return ("Error: \(e)", .rollback)
         case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
+        case .restoredWithDamage: return ("Error: \(e)", .damaged)
         case .rcloneMissing: return ("Error: \(e)", .failure)
         }
     case let e as CredentialError: return ("Error: \(e)", .usage)

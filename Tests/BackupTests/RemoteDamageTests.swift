@@ -78,6 +78,25 @@ final class RemoteDamageTests: XCTestCase {
         try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", w.passphraseFile], device: w.freshDevice())
     }
 
+    func testDamageThatWasInTheVaultIsRestoredAndReported() throws {
+        // A chunk of the big file's blob is damaged in the vault itself, then backed up faithfully.
+        let blobs = try FileManager.default.subpathsOfDirectory(atPath: w.vault + "/blobs").map { w.vault + "/blobs/" + $0 }
+        let big = try blobs.max { try size($0) < size($1) }!
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: big))
+        bytes[bytes.count - 100] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: big))
+        try w.vaultaire(["backup", w.vault, remote, "--passphrase-file", w.passphraseFile])
+        let device = w.freshDevice()
+        let target = w.root + "/restored-damaged"
+        let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile], device: device, expect: 13)
+        XCTAssertTrue(r.stderr.hasPrefix("Error: in-vault \(target): restored, but 1 file(s) fail verification") && r.stderr.contains("/photos/big.bin"), r.stderr)
+        let good = w.root + "/notes-back"
+        try w.vaultaire(["get", target, "/notes.txt", good, "--passphrase-file", w.passphraseFile], device: device)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: good)), Data("first".utf8))
+    }
+
+    func size(_ path: String) throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
     func testAWrongPassphraseIsRefused() throws {
         let wrong = w.write("wrong", Data("not the passphrase".utf8))
         let r = try w.vaultaire(["restore", remote, w.root + "/x", "--passphrase-file", wrong], device: w.freshDevice(), expect: 12)
