@@ -72,9 +72,10 @@ public enum Backup {
             let paths = try VaultFiles.list(layout)
             var toUpload: [String] = []
             var staged = Set<String>()
+            var buffer: [UInt8] = []
             for (n, p) in paths.enumerated() {
                 if n % 64 == 0 { status("reading the vault: \(n)/\(paths.count) files") }
-                let (hash, size) = try VaultFiles.hash(layout.root + "/" + p)
+                let (hash, size) = try VaultFiles.hash(layout.root + "/" + p, buffer: &buffer)
                 manifest.entries.append(Manifest.Entry(path: p, size: size, hash: hash))
                 let object = BackupFormat.objectPath(hash)
                 // Present only whole: an object of another size is what an interrupted upload left, and is

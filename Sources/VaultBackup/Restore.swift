@@ -54,12 +54,13 @@ public enum Restore {
         status("downloading \(objects.count) objects")
         try remote.fetch(objects, into: directory)
         var total: UInt64 = 0
+        var buffer: [UInt8] = []
         for (n, e) in manifest.entries.enumerated() {
             if n % 64 == 0 { status("checking \(n)/\(manifest.entries.count) objects") }
             let object = BackupFormat.objectPath(e.hash)
             let local = directory + "/" + object
             guard FileSystem.exists(local) else { throw remote.damaged("\(object) (\(e.path)) could not be downloaded") }
-            let (hash, size) = try VaultFiles.hash(local)
+            let (hash, size) = try VaultFiles.hash(local, buffer: &buffer)
             guard hash == e.hash, size == e.size else { throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash") }
             total += size
         }

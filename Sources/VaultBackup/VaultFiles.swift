@@ -22,11 +22,12 @@ enum VaultFiles {
         return paths
     }
 
-    /// SHA-256 and size of a file, read in 1 MiB pieces (O_NOFOLLOW: a vault file is never a link).
-    static func hash(_ path: String) throws -> (hash: [UInt8], size: UInt64) {
+    /// SHA-256 and size of a file, read in pieces of up to 1 MiB through one buffer that callers
+    /// reuse across files (O_NOFOLLOW: a vault file is never a link).
+    static func hash(_ path: String, buffer: inout [UInt8]) throws -> (hash: [UInt8], size: UInt64) {
         let fd = try FileDescriptor(path: path, flags: O_RDONLY | O_NOFOLLOW)
         let stream = try SHA256Stream()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: 1 << 20) }
         var offset = 0
         while true {
             let n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: offset) }
