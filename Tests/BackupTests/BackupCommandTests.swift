@@ -19,7 +19,7 @@ final class BackupCommandTests: XCTestCase {
             try w.vaultaire(["backup", w.vault, remote, "--keep", "2", "--passphrase-file", w.passphraseFile])
         }
         let files = try w.remoteFiles(remote)
-        XCTAssertEqual(files.filter { $0.hasPrefix("snapshots/") }, ["snapshots/0000000003", "snapshots/0000000004"])
+        XCTAssertEqual(Set(files.filter { $0.hasPrefix("snapshots/") }), ["snapshots/0000000003", "snapshots/0000000004"])
 
         setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
         let keychain = Keychain(backend: FileKeychain(directory: w.root + "/device-0/vaultaire/keychain"))
@@ -28,8 +28,8 @@ final class BackupCommandTests: XCTestCase {
         let kept = try [3, 4].map { id in
             try Manifest(opening: Array(try Data(contentsOf: URL(fileURLWithPath: remote + "/snapshots/000000000\(id)"))), master: master)
         }
-        XCTAssertEqual(files.filter { $0.hasPrefix("objects/") }, Set(kept.flatMap { $0.entries.map { BackupFormat.objectPath($0.hash) } }))
-        XCTAssertEqual(files.filter { $0.hasPrefix("keys/") }, Set(kept.map { BackupFormat.keyPath($0.headerHash) }))
+        XCTAssertEqual(Set(files.filter { $0.hasPrefix("objects/") }), Set(kept.flatMap { $0.entries.map { BackupFormat.objectPath($0.hash) } }))
+        XCTAssertEqual(Set(files.filter { $0.hasPrefix("keys/") }), Set(kept.map { BackupFormat.keyPath($0.headerHash) }))
         try w.vaultaire(["backup", "--verify", remote, "--snapshot", "3", "--passphrase-file", w.passphraseFile])
     }
 
@@ -71,7 +71,7 @@ final class BackupCommandTests: XCTestCase {
         XCTAssertEqual(other.stderr, "Error: remote \(remote): holds the backups of another vault\n")
         let cases: [([String], Int32, String)] = [
             (["backup", w.vault, remote, "--keep", "0", "--passphrase-file", w.passphraseFile], 64, "--keep"),
-            (["backup", w.root, remote, "--passphrase-file", w.passphraseFile], 6, w.root),
+            (["backup", w.root, remote, "--passphrase-file", w.passphraseFile], 6, "local \(w.root) is not a Vaultaire vault"),
             (["restore", w.root + "/nothing-here", w.root + "/r1", "--passphrase-file", w.passphraseFile], 17, "remote \(w.root)/nothing-here"),
             (["restore", remote, notEmpty, "--passphrase-file", w.passphraseFile], 18, "local \(notEmpty) is not empty"),
             (["restore", remote, w.root + "/r2", "--snapshot", "9", "--passphrase-file", w.passphraseFile], 17, "no snapshot 9"),

@@ -100,6 +100,6 @@ final class RemoteDamageTests: XCTestCase {
     func testAWrongPassphraseIsRefused() throws {
         let wrong = w.write("wrong", Data("not the passphrase".utf8))
         let r = try w.vaultaire(["restore", remote, w.root + "/x", "--passphrase-file", wrong], device: w.freshDevice(), expect: 12)
-        XCTAssertEqual(r.stderr, "Error: wrong credential\n")
+        XCTAssertEqual(r.stderr, "Error: remote \(remote): wrong credential (it opens no backup header there)\n")
     }
 }

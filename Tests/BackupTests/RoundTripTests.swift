@@ -41,7 +41,7 @@ final class RoundTripTests: XCTestCase {
         // Unchanged: only the manifest goes up.
         let before = try w.remoteFiles(remote)
         let r3 = try w.vaultaire(["backup", w.vault, remote, "--passphrase-file", pw])
-        XCTAssertEqual(BackupWorld.number(after: "uploaded ", in: r3.stdout), 0, r3.stdout)
+        XCTAssertTrue(r3.stdout.contains("uploaded 0 objects, 0 bytes, and a manifest of"), r3.stdout)
         XCTAssertEqual(try w.remoteFiles(remote).subtracting(before), ["snapshots/0000000003"])
 
         for (id, expected) in [(1, first), (2, second), (3, second)] {

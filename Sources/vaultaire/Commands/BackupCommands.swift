@@ -31,6 +31,13 @@ enum BackupCommand {
         minimumPositionals: 1, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
+        do { try backup(args) } catch {
+            throw namingWhere(error, vault: args.positionals.count == 2 ? args.positionals[0] : nil,
+                              remote: args.positionals.last.map { Rclone(remote: $0).remote })
+        }
+    }
+
+    static func backup(_ args: ParsedArguments) throws {
         if args.has("list") || args.has("verify") {
             guard args.positionals.count == 1, !(args.has("list") && args.has("verify")) else {
                 throw CLIError.usage("--list and --verify take one <remote:path> and exclude each other", command: spec.name)
@@ -117,6 +124,12 @@ enum RestoreCommand {
         minimumPositionals: 2, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
+        do { try restore(args) } catch {
+            throw namingWhere(error, vault: nil, remote: Rclone(remote: args.positionals[0]).remote)
+        }
+    }
+
+    static func restore(_ args: ParsedArguments) throws {
         let rclone = makeRclone(args.positionals[0])
         let target = args.positionals[1]
         let keychain = try selectKeychain(args)
@@ -163,6 +176,26 @@ func remoteUnlocking(_ args: ParsedArguments, newCredential wantsNew: Bool) thro
 }
 
 func makeRclone(_ remote: String) -> Rclone { Rclone(remote: remote) }
+
+/// The errors whose usual message does not say where the problem is — the local vault or the remote
+/// — reworded so that it does; the exit code stays.
+func namingWhere(_ error: Error, vault: String?, remote: String?) -> Error {
+    switch error {
+    case FormatError.wrongCredential:
+        if let vault { return CLIError.message("local \(vault): wrong credential", .wrongCredential) }
+        if let remote { return CLIError.message("remote \(remote): wrong credential (it opens no backup header there)", .wrongCredential) }
+    case let FormatError.notAVault(path):
+        return CLIError.message("local \(path) is not a Vaultaire vault (no vault.header)", .notAVault)
+    case FormatError.deviceMismatch:
+        if let vault { return CLIError.message("local \(vault): \(FormatError.deviceMismatch)", .deviceMismatch) }
+    case let e as FormatError:
+        if let vault, case .damaged = e { return CLIError.message("in-vault \(vault): \(e)", .damaged) }
+        if let vault, case .malformed = e { return CLIError.message("in-vault \(vault): \(e)", .damaged) }
+    default:
+        break
+    }
+    return error
+}
 
 func snapshotOption(_ args: ParsedArguments) throws -> UInt64? {
     guard let v = args.value("snapshot") else { return nil }
