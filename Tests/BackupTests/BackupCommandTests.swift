@@ -94,6 +94,19 @@ final class BackupCommandTests: XCTestCase {
         XCTAssertFalse(w.runner.outputs.joined().contains("backup test passphrase") || r.stdout.contains(marker))
     }
 
+    func testAPatternVaultRestoresWithThePatternAlone() throws {
+        let w = try BackupWorld()
+        let pattern = w.write("pattern", Data("a1-b2-c3-d4-c4\n".utf8))
+        let vault = w.root + "/pattern-vault"
+        try w.vaultaire(["init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
+                         "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/pattern-phrase"])
+        try w.vaultaire(["put", vault, pattern, "/drawn.txt", "--passphrase-file", pattern])
+        try w.vaultaire(["backup", vault, w.root + "/remote", "--passphrase-file", pattern])
+        let device = w.freshDevice()
+        try w.vaultaire(["restore", w.root + "/remote", w.root + "/restored", "--passphrase-file", pattern], device: device)
+        XCTAssertEqual(try w.tree(of: w.root + "/restored", passphraseFile: pattern, device: device), ["/drawn.txt": Data("a1-b2-c3-d4-c4\n".utf8)])
+    }
+
     func testHelpPages() throws {
         let w = try BackupWorld()
         for command in ["backup", "restore"] {
