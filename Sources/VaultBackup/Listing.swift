@@ -10,7 +10,10 @@ public enum Listing {
         public var damage: String?
     }
 
-    public static func run(rclone: Rclone, unlocking: Restore.Unlocking, status: (String) -> Void) throws -> [Row] {
+    /// The snapshots, oldest first; `notice` hears when the newest is older than one this device has
+    /// seen there (newer snapshots deleted: a rollback).
+    public static func run(rclone: Rclone, unlocking: Restore.Unlocking, status: (String) -> Void,
+                           notice: (String) -> Void = { _ in }) throws -> [Row] {
         let remote = try RemoteBackup(rclone: rclone, requireSnapshot: true)
         status("fetching \(remote.contents.snapshots.count) manifests")
         try remote.fetchManifests(remote.contents.snapshots)
@@ -24,6 +27,8 @@ public enum Listing {
             }
         }
         if let vaultID = rows.last(where: { $0.manifest != nil })?.manifest?.vaultID, let best = rows.last(where: { $0.manifest != nil })?.id {
+            let seen = try SeenSnapshots().newest(vaultID: vaultID, remote: rclone.remote)
+            if best < seen { notice("remote \(rclone.remote): the newest snapshot is \(best), older than snapshot \(seen), which this device has seen there (a rollback)") }
             try SeenSnapshots().record(best, vaultID: vaultID, remote: rclone.remote)
         }
         return rows

@@ -31,7 +31,7 @@ final class BackupWorld {
     @discardableResult
     func write(_ name: String, _ data: Data) -> String {
         let path = root + "/" + name
-        FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
         return path
     }
 

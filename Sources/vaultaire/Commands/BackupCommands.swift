@@ -82,7 +82,8 @@ enum BackupCommand {
 
     static func list(_ rclone: Rclone, _ unlocking: Restore.Unlocking) throws {
         let line = ProgressLine()
-        let rows = try Listing.run(rclone: rclone, unlocking: unlocking, status: line.show)
+        let rows = try Listing.run(rclone: rclone, unlocking: unlocking, status: line.show,
+                                   notice: { line.clear(); printError("Notice: \($0)") })
         line.clear()
         print("ID          DATE (UTC)            FILES        BYTES       STORED")
         for r in rows {
