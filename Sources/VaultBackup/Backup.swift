@@ -50,8 +50,8 @@ public enum Backup {
         }
         let seen = try SeenSnapshots()
         let seenID = try seen.newest(vaultID: header.vaultID, remote: rclone.remote)
-        if let newest = existing.last, newest < seenID {
-            notice("remote \(rclone.remote): its newest snapshot is \(newest), older than \(seenID), which this device made or saw there")
+        if (existing.last ?? 0) < seenID {
+            notice("remote \(rclone.remote): its newest snapshot is \(existing.last.map(String.init) ?? "none"), older than \(seenID), which this device made or saw there")
         }
         let id = max(existing.last ?? 0, seenID) + 1
         summary.snapshot = id

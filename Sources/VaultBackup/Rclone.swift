@@ -48,8 +48,11 @@ public final class Rclone {
 
     /// Runs rclone with `arguments`, collecting its output; progress lines go to `progress`.
     func run(_ arguments: [String], statistics: Bool = false) throws -> Outcome {
-        var args = [program] + arguments
+        // Flags go right after the subcommand: the paths come last, after "--", so that a remote
+        // named like a flag is never read as one.
+        var args = [program] + arguments.prefix(1)
         if statistics && progress != nil { args += ["--stats", "1s", "--stats-one-line", "--stats-log-level", "NOTICE"] }
+        args += arguments.dropFirst()
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
         // pipe2 is not visible to Swift here; the command is single-threaded, so setting
         // FD_CLOEXEC right after pipe() leaves no window for another spawn to inherit them.
@@ -123,7 +126,7 @@ public final class Rclone {
     public func list() throws -> [String]? {
         // Few retries: an unreachable remote is reported in seconds, not after rclone's minutes of backing off.
         let r = try run(["lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s",
-                         "--format", "ps", "--separator", ";", remote])
+                         "--format", "ps", "--separator", ";", "--", remote])
         if r.status == Rclone.directoryNotFound { return nil }
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -132,20 +135,20 @@ public final class Rclone {
     /// Uploads `files` (paths relative to `directory`, which become paths under the root), following
     /// symbolic links. The list of names goes through `listFile`, written by the caller.
     public func upload(from directory: String, listFile: String) throws {
-        let r = try run(["copy", directory, remote, "--files-from", listFile, "--copy-links", "--no-check-dest"],
+        let r = try run(["copy", "--files-from", listFile, "--copy-links", "--no-check-dest", "--", directory, remote],
                         statistics: true)
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
     }
 
     /// Downloads the files named in `listFile` (relative to the root) into `directory`.
     public func download(to directory: String, listFile: String) throws {
-        let r = try run(["copy", remote, directory, "--files-from", listFile, "--no-traverse"], statistics: true)
+        let r = try run(["copy", "--files-from", listFile, "--no-traverse", "--", remote, directory], statistics: true)
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
     }
 
     /// Deletes the files named in `listFile` (relative to the root).
     public func delete(listFile: String) throws {
-        let r = try run(["delete", remote, "--files-from", listFile])
+        let r = try run(["delete", "--files-from", listFile, "--", remote])
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
     }
 }
