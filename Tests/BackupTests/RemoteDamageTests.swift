@@ -61,6 +61,8 @@ final class RemoteDamageTests: XCTestCase {
     func testARollbackIsRefusedOnADeviceThatSawTheNewerSnapshot() throws {
         // The device that made snapshot 2 saw it; the remote is rolled back to snapshot 1.
         try FileManager.default.removeItem(atPath: remote + "/snapshots/0000000002")
+        let list = try w.vaultaire(["backup", "--list", remote, "--passphrase-file", w.passphraseFile])
+        XCTAssertTrue(list.stderr.hasPrefix("Notice: ") && list.stderr.contains("(a rollback)"), list.stderr)
         let target = w.root + "/rolled-back"
         let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile], expect: 20)
         XCTAssertTrue(r.stderr.contains("snapshot 1 is older than snapshot 2"), r.stderr)
