@@ -8,6 +8,7 @@ let package = Package(
         // For the fuzz targets in Fuzz/, which depend on this package by path.
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
+        .library(name: "VaultSystem", targets: ["VaultSystem"]),
     ],
     targets: [
         // C libraries from Debian, each behind one thin Swift module.
@@ -50,5 +51,5 @@ let package = Package(
         .testTarget(name: "BackupTests", dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

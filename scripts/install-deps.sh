@@ -9,6 +9,11 @@ packages=(
   libsecret-1-dev gnome-keyring dbus libglib2.0-bin   # Secret Service keychain, and a real one for tests
   python3-mnemonic                      # the BIP-39 English word list for recovery phrases
   sqlite3 git rsync tar findutils coreutils psmisc    # ordinary tools the demo and the mount tests use
+  mount util-linux bsdutils fuse3       # mount(8), unshare, nsenter, findmnt, script(1): helper, log, progress tests
+  systemd                               # systemd-analyze verify for the unit template (nothing is started)
+  man-db groff-base mandoc              # man -l, groff -ww and mandoc -T lint check the man pages
+  bash zsh fish                         # syntax checks of the completion scripts
+  dpkg-dev binutils lintian             # scripts/package-deb.sh (dpkg-shlibdeps, dpkg-deb, strip); lintian checks the .deb
   rclone                                # backups: the only way Vaultaire talks to a remote
   openssh-server openssh-client         # backup tests: a throwaway sshd as an SFTP remote
 )

@@ -14,6 +14,7 @@ static uint64_t kernel_offers;  // INIT's flags, with flags2 as the high half wh
 static volatile int killpriv_v2_accepted;
 
 static __thread int request_kills_setid;
+static __thread uint64_t request_node;
 
 static char read_ahead_path[256];
 static unsigned read_ahead_kib;
@@ -51,8 +52,10 @@ static int kills_setid(const struct fuse_in_header *in, const void *body, size_t
 
 void vaultaire_wire_note_request(const void *request, size_t length) {
     request_kills_setid = 0;
+    request_node = 0;
     if (length < sizeof(struct fuse_in_header)) return;
     const struct fuse_in_header *in = request;
+    request_node = in->nodeid;
     const void *body = (const char *)request + sizeof *in;
     size_t body_len = length - sizeof *in;
     if (in->opcode == FUSE_INIT && !init_seen && body_len >= 16) {
@@ -103,3 +106,5 @@ ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userda
 }
 
 int vaultaire_wire_request_kills_setid(void) { return request_kills_setid; }
+
+uint64_t vaultaire_wire_request_node(void) { return request_node; }

@@ -3,10 +3,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -78,4 +80,13 @@ long long vaultaire_peer_uid(int fd) {
     socklen_t size = sizeof(credentials);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return -1;
     return (long long)credentials.uid;
+}
+
+int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct open_how how = {
+        .flags = (unsigned long long)flags,
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }

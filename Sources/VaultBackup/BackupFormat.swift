@@ -33,8 +33,8 @@ public enum BackupFormat {
     public static func snapshotPath(_ id: UInt64) -> String { snapshotsDirectory + "/" + snapshotName(id) }
 
     /// The key manifests are sealed under: HMAC-SHA512(master, label)[0..<32].
-    public static func manifestKey(master: SecureBytes) -> SecureBytes {
-        KeyDerivation.subkey(of: master, label: manifestKeyLabel)
+    public static func manifestKey(master: SecureBytes) throws -> SecureBytes {
+        try KeyDerivation.subkey(of: master, label: manifestKeyLabel)
     }
 }
 

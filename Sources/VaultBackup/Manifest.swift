@@ -77,7 +77,7 @@ public struct Manifest: Equatable {
         body.i64(created); body.u64(generation); body.u64(files); body.u64(fileBytes)
         body.u32(UInt32(entries.count))
         for e in entries { body.string(e.path); body.u64(e.size); body.raw(e.hash) }
-        let key = BackupFormat.manifestKey(master: master)
+        let key = try BackupFormat.manifestKey(master: master)
         defer { key.wipe() }
         let nonce = try SecureRandom.bytes(12)
         let head = publicPart
@@ -87,7 +87,7 @@ public struct Manifest: Equatable {
     /// Authenticates and parses a sealed manifest; `damaged` when it does not authenticate or parse.
     public init(opening bytes: [UInt8], master: SecureBytes) throws {
         let pre = try Manifest.preamble(of: bytes)
-        let key = BackupFormat.manifestKey(master: master)
+        let key = try BackupFormat.manifestKey(master: master)
         defer { key.wipe() }
         let nonce = Array(bytes[Manifest.publicSize..<Manifest.publicSize + 12])
         let aad = Array(BackupFormat.manifestLabel.utf8) + Array(bytes[0..<Manifest.publicSize])

@@ -133,15 +133,18 @@ public enum Restore {
         status("writing the vault")
         let layout = VaultLayout(root: target)
         try layout.createDirectories()
-        var placed: [String: String] = [:]  // object → where it went (an object named twice is copied)
+        let vaultDirectory = try layout.directory(), scratchDirectory = try DirectoryDescriptor(path: scratch.path)
+        var placed: [String: AnchoredPath] = [:]  // object → where it went (an object named twice is copied)
         for e in manifest.entries {
             let object = BackupFormat.objectPath(e.hash)
-            let destination = layout.root + "/" + e.path
-            try layout.prepareParent(of: destination)
+            let destination = vaultDirectory.file(e.path)
+            try destination.parent.makeDirectory()
             if let first = placed[object] {
-                try Staging.createFile(destination, try FileSystem.readFile(first, limit: Int.max))
+                let fd = try destination.createExclusive()
+                try fd.write(try first.read(limit: Int.max), at: 0)
+                try fd.sync()
             } else {
-                try retryingEINTR("rename", path: destination) { rename(scratch.path + "/" + object, destination) }
+                try destination.rename(from: scratchDirectory.file(object))
                 placed[object] = destination
             }
         }
@@ -149,10 +152,9 @@ public enum Restore {
         try vaultHeader.wrapForCredential(master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
                                           iterations: Int(header.vaultHeader.backup.iterations))
         try FileSystem.syncFileSystem(containing: layout.root)
-        // The header last, as `init` does: a directory without it is not (yet) a vault.
-        try Staging.createFile(layout.header + ".tmp", vaultHeader.encoded())
-        try retryingEINTR("rename", path: layout.header) { rename(layout.header + ".tmp", layout.header) }
-        try FileSystem.syncDirectory(containing: layout.header)
+        // The header last, as `init` does: a directory without it is not (yet) a vault. (Written as a
+        // temporary created O_EXCL beside it, synced, renamed.)
+        try layout.writeHeader(vaultHeader)
 
         status("verifying the restored vault")
         let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)

@@ -18,7 +18,7 @@ final class BlobReaper: @unchecked Sendable {
     private let batchSize: Int
     private let beforeRemoving: () -> Bool
 
-    private var pending: [String] = []
+    private var pending: [AnchoredPath] = []
     private var working = false
     private var threadRunning = false
     private var drainers = 0
@@ -51,7 +51,7 @@ final class BlobReaper: @unchecked Sendable {
     }
 
     /// Queues files for removal.
-    func remove(_ paths: [String]) {
+    func remove(_ paths: [AnchoredPath]) {
         guard !paths.isEmpty else { return }
         pthread_mutex_lock(mutex)
         pending += paths
@@ -102,7 +102,7 @@ final class BlobReaper: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             // Without a durable journal the batch stays on disk: stray blobs, which `verify --repair`
             // removes, are better than a file whose blob is gone.
-            if beforeRemoving() { for path in batch { try? FileSystem.remove(path) } }
+            if beforeRemoving() { for file in batch { try? file.remove() } }
             pthread_mutex_lock(mutex)
             working = false
         }

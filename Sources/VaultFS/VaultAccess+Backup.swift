@@ -8,7 +8,7 @@ extension VaultAccess {
     public static func withWriterLock<R>(at path: String, notice: (String) -> Void = { _ in }, _ body: () throws -> R) throws -> R {
         let layout = VaultLayout(root: path)
         _ = try layout.readHeader()  // a vault, not any directory
-        let lock = try VaultLock.acquire(layout.lockFile)
+        let lock = try VaultLock.acquire(try layout.lockFile())
         if let stale = lock.staleNotice { notice(stale) }
         return try withExtendedLifetime(lock) { try body() }
     }
@@ -17,10 +17,10 @@ extension VaultAccess {
 extension UnlockedVault {
     /// The number of regular files in the index and the sum of their sizes.
     public var contentSummary: (files: Int, bytes: UInt64) {
-        meta.withLock {
+        meta.withLock { state in
             var files = 0
             var bytes: UInt64 = 0
-            for node in state.inodes.values where node.kind == .file {
+            for node in state.index.inodes.values where node.kind == .file {
                 files += 1
                 bytes += node.size
             }

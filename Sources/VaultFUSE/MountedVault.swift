@@ -1,3 +1,4 @@
+internal import CFuseWire
 import Glibc
 import VaultFS
 import VaultFormat
@@ -28,28 +29,44 @@ public final class MountedVault {
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
-        vault.report = { [weak self] message in self?.log(message) }
+        vault.onReport { [weak self] message in self?.log(.error, message) }
     }
 
     @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
     var idleSeconds: Int64 { (monotonicNow() - lastActivity.load()) / 1_000_000_000 }
 
-    /// The errno a failed operation replies with; data that fails authentication is logged (without secrets).
+    /// The errno a failed operation replies with. Every I/O error — the host's (a failed read or
+    /// write of a blob, a full disk) and data that fails authentication — is logged, without secrets.
     func errno(for error: Error, _ operation: String) -> Int32 {
         let e = FSError.errno(for: error)
-        if e == EIO { log("\(operation): \(error)") }
+        if MountedVault.isLogged(error, errno: e) {
+            let node = vaultaire_wire_request_node()
+            let file = node == 0 ? "" : vault.path(of: node).map { "\($0): " } ?? "inode \(node): "
+            log(.error, "\(file)\(operation): \(error)")
+        }
         return e
     }
 
-    func log(_ message: String) {
-        _ = "vaultaire: \(message)\n".withCString { fputs($0, stderr) }
+    /// Answers about names and permissions (ENOENT, EEXIST, EACCES …) are the filesystem working;
+    /// failures of storage and of authentication are not.
+    static func isLogged(_ error: Error, errno e: Int32) -> Bool {
+        if !(error is FSError) { return true }  // the host's system errors, format and crypto failures
+        return [EIO, ENOSPC, EDQUOT, EFBIG, ENOMEM].contains(e)
+    }
+
+    /// Logs `message` about this vault (named by its path) to the daemon's log: syslog in the
+    /// background, standard error in the foreground.
+    func log(_ level: SystemLog.Level, _ message: String) {
+        SystemLog.log(level, "\(vault.layout.root): \(message)")
     }
 
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
-        do { try vault.close() } catch {
-            closeError = error
-            log("could not persist everything at unmount: \(error)")
+        MemoryScanAtLock.around(vault, log: { self.log(.warning, $0) }) {
+            do { try vault.close() } catch {
+                closeError = error
+                log(.error, "could not persist everything at unmount: \(error)")
+            }
         }
     }
 }

@@ -92,8 +92,7 @@ public enum Mounter {
             throw Failure.setup("libfuse refused the device reader")
         }
         onReady()
-        fflush(stdout)
-        fflush(stderr)
+        fflush(nil)  // every stream: what onReady printed goes out before the fork
         if !options.foreground {
             // The parent returns to the shell from inside fuse_daemonize once the child is running.
             guard fuse_daemonize(0) == 0 else {
@@ -102,9 +101,17 @@ public enum Mounter {
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
+            // The lock (an flock, shared with the parent, which has exited) is this process's now:
+            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
+            do { try vault.recordLockHolder() } catch { mounted.log(.warning, "could not record the daemon's PID in mount.lock: \(error)") }
+            // Standard error is /dev/null from here on.
+            SystemLog.useSyslog()
+            for notice in vault.notices { mounted.log(.warning, notice) }
         }
         // After daemonizing: the listening thread must run in the process that serves.
         let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
+        mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
+        ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")
         _ = fuse_set_signal_handlers(session)
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
             // If the rings cannot be set up, the device loop alone serves, as without io_uring.
@@ -117,6 +124,7 @@ public enum Mounter {
         }
         if let idle = options.idleSeconds { startIdleWatch(mounted, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
+        ServiceManager.stopping(status: "Unmounting \(mountpoint): saving and locking \(vault.layout.root)")
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         vaultaire_ring_finish()  // no request is being served once this returns
@@ -124,6 +132,7 @@ public enum Mounter {
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         witnesses?.finish(mounted.closeError)
         if let e = mounted.closeError { throw e }
+        mounted.log(.notice, "unmounted from \(mountpoint): saved and locked")
     }
 
     /// A thread that unmounts after `limit` seconds with no open file and no request. The unmount is
@@ -138,7 +147,7 @@ public enum Mounter {
                 if mounted.vault.hasOpenFiles { mounted.touch(); continue }
                 guard mounted.idleSeconds >= Int64(limit) else { continue }
                 if Subprocess.run(["fusermount3", "-u", "-q", mountpoint]) == 0 {
-                    mounted.log("idle for \(limit) s: unmounted \(mountpoint) to lock the vault")
+                    mounted.log(.notice, "idle for \(limit) s: unmounted \(mountpoint) to lock the vault")
                     return
                 }
                 mounted.touch()

@@ -1,5 +1,7 @@
 /// A command's arguments after parsing: positionals in order, options by long name.
 struct ParsedArguments {
+    /// The command these arguments are for (its spec's name).
+    var command: String? = nil
     var positionals: [String] = []
     var values: [String: String] = [:]
     var flags: Set<String> = []
@@ -29,6 +31,15 @@ struct CommandSpec {
 
     static let helpOption = Option(long: "help", short: "h", valueName: nil, help: "Show help information.")
 
+    /// The options as written, and `--extpass` wherever `--passphrase-file` is: both give the current
+    /// credential, so every command that takes one takes the other.
+    var allOptions: [Option] {
+        guard let i = options.firstIndex(where: { $0.long == CommonOptions.passphraseFile.long }) else { return options }
+        var all = options
+        all.insert(CommonOptions.extpass, at: i + 1)
+        return all
+    }
+
     var help: String {
         var out = "OVERVIEW: \(overview)\n\nUSAGE: \(usage)\n"
         if !arguments.isEmpty {
@@ -36,7 +47,7 @@ struct CommandSpec {
             for (n, h) in arguments { out += "  \(n.padding(28))\(h)\n" }
         }
         out += "\nOPTIONS:\n"
-        for o in options + [CommandSpec.helpOption] {
+        for o in allOptions + [CommandSpec.helpOption] {
             var flag = o.short.map { "-\($0), " } ?? ""
             flag += "--\(o.long)"
             if let v = o.valueName { flag += " <\(v)>" }
@@ -46,7 +57,8 @@ struct CommandSpec {
     }
 
     func parse(_ args: [String]) throws -> ParsedArguments {
-        var parsed = ParsedArguments()
+        var parsed = ParsedArguments(command: name)
+        let options = self.allOptions
         var i = 0
         var onlyPositionals = false
         while i < args.count {

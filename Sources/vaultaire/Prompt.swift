@@ -2,7 +2,8 @@ import Glibc
 import VaultCrypto
 import VaultSystem
 
-/// Reads secrets from the terminal (echo off) or from files, straight into secure storage.
+/// Reads secrets from the terminal (echo off), from files (SecretFile) or from a command
+/// (ExternalPassword), straight into secure storage.
 enum SecretInput {
     static let maximumLength = 4096
 
@@ -39,24 +40,23 @@ enum SecretInput {
         return buffer.slice(0..<length)
     }
 
-    /// The whole file, with one trailing newline removed.
-    static func read(file path: String) throws -> SecureBytes {
-        let fd: FileDescriptor
-        do { fd = try FileDescriptor(path: path, flags: O_RDONLY) } catch {
-            throw CLIError.message("cannot read secret file: \(error)", exitCode(forErrno: (error as? SystemError)?.errno ?? EIO))
-        }
-        let size = try fd.size()
-        guard size <= maximumLength else { throw CLIError.usage("secret file \(path) is larger than \(maximumLength) bytes", command: nil) }
-        let raw = SecureBytes(count: size)
-        let n = try raw.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
-        var end = n
-        raw.withUnsafeBytes { if end > 0 && $0[end - 1] == 10 { end -= 1 } }
-        return raw.slice(0..<end)
-    }
-
     /// A secret from `--<fileOption>` if given, else from the terminal (twice when `confirm`).
+    /// `--extpass` stands in for `--passphrase-file` (the current or, for init, the first credential).
     static func obtain(_ args: ParsedArguments, fileOption: String, prompt text: String, confirm: Bool) throws -> SecureBytes {
-        if let path = args.value(fileOption) { return try read(file: path) }
+        let command = fileOption == "passphrase-file" ? args.value("extpass") : nil
+        if let path = args.value(fileOption) {
+            guard command == nil else { throw CLIError.usage("give --\(fileOption) or --extpass, not both", command: args.command) }
+            if path == "-", args.command == "put", args.positionals.dropFirst().first == "-" {
+                throw CLIError.usage("standard input cannot carry both the credential and the file to put", command: args.command)
+            }
+            let fromStandardInput = args.values.filter { $0.key.hasSuffix("-file") && $0.value == "-" }.keys.sorted()
+            if path == "-", fromStandardInput.count > 1 {
+                throw CLIError.usage("standard input can carry only one secret: \(fromStandardInput.map { "--" + $0 }.joined(separator: " and ")) both read it",
+                                     command: args.command)
+            }
+            return try SecretFile.read(path, option: fileOption)
+        }
+        if let command { return try ExternalPassword.run(command) }
         let first = try prompt(text, fileOption: fileOption)
         if confirm {
             let second = try prompt("Repeat to confirm: ", fileOption: fileOption)
@@ -71,5 +71,5 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
 func printError(_ line: String) {
     let text = line.hasSuffix("\n") ? line : line + "\n"
-    _ = text.withCString { fputs($0, stderr) }
+    StandardError.write(text)
 }

@@ -43,8 +43,8 @@ final class BackupFormatTests: XCTestCase {
         XCTAssertEqual(bad.filter(Manifest.isVaultPath), [])
     }
 
-    func testManifestKeyVector() {
-        let key = BackupFormat.manifestKey(master: master)
+    func testManifestKeyVector() throws {
+        let key = try BackupFormat.manifestKey(master: master)
         XCTAssertEqual(key.withUnsafeBytes { Array($0) }.hex, "62ddac7b47d33ea4a51066966911bc1cd80e4fabc67fca259492b90cfaee6932")
     }
 

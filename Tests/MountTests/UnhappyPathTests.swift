@@ -6,21 +6,6 @@ import XCTest
 /// unmount, the idle timeout with files open, an editor's save interrupted by kill -9, `unmount .`
 /// from inside the mount, and chown of a set-ID file. Each step is one assertion.
 final class UnhappyPathTests: MountTestCase {
-    /// A tmpfs of `megabytes` under the test's root, unmounted in teardown.
-    private func smallDisk(megabytes: Int) throws -> String {
-        let small = mv.root + "/small"
-        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        let mounted = try mv.execute("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", small])
-        guard mounted.status == 0 else {
-            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" { XCTFail("cannot mount a tmpfs: \(mounted.stderr)") }
-            throw XCTSkip("cannot mount a tmpfs here: \(mounted.stderr)")
-        }
-        addTeardownBlock { [root = mv.root] in
-            _ = try? ProcessRunner(environment: [:], scratch: root).run("/bin/umount", ["-l", small])
-        }
-        return small
-    }
-
     private func makeVault(in directory: String) throws -> String {
         let vault = directory + "/vault"
         try mv.vaultaire(["init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
@@ -31,7 +16,7 @@ final class UnhappyPathTests: MountTestCase {
     /// Issue scenario: a vault on a 24 MiB tmpfs; a 40 MiB file fails with ENOSPC; once it is removed,
     /// a small file written at once reads back, and the vault verifies after unmount.
     func testDiskFullThenSpaceFreed() throws {
-        let vault = try makeVault(in: try smallDisk(megabytes: 24))
+        let vault = try makeVault(in: try mv.smallDisk(megabytes: 24, test: self))
         try mv.vaultaire(["mount", vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile])
         let big = try mv.execute("/bin/bash", ["-c", "head -c 40M /dev/urandom > '\(mv.mountpoint)/big'"])
         XCTAssertNotEqual(big.status, 0, "a 40 MiB file cannot fit on 24 MiB")
@@ -52,7 +37,7 @@ final class UnhappyPathTests: MountTestCase {
     /// by `vaultaire unmount` with a non-zero exit and one line — and the vault still opens and
     /// verifies once space is back.
     func testUnmountReportsAFailedSave() throws {
-        let small = try smallDisk(megabytes: 24)
+        let small = try mv.smallDisk(megabytes: 24, test: self)
         let vault = try makeVault(in: small)
         try mv.vaultaire(["mount", vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile])
         try mv.shell("echo 'written before the disk filled' > note.txt")

@@ -50,18 +50,19 @@ final class AtomicRenameTests: XCTestCase {
         let directory = "/tmp/vaultaire-reaper-sync-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileSystem.makeDirectories(directory)
         defer { _ = system("rm -rf '\(directory)'") }
-        let kept = directory + "/kept", removed = directory + "/removed"
-        try FileSystem.replaceFile(kept, with: [1])
-        try FileSystem.replaceFile(removed, with: [2])
+        let dir = try DirectoryDescriptor(path: directory)
+        let kept = dir.file("kept"), removed = dir.file("removed")
+        try kept.replace(with: [1])
+        try removed.replace(with: [2])
         let failing = BlobReaper(gatherMilliseconds: 1, lingerMilliseconds: 50, beforeRemoving: { false })
         failing.remove([kept])
         failing.drain()
-        XCTAssertTrue(FileSystem.exists(kept), "a batch whose journal could not be synced stays")
+        XCTAssertTrue(FileSystem.exists(kept.path), "a batch whose journal could not be synced stays")
         let syncs = Counter()
         let working = BlobReaper(gatherMilliseconds: 1, lingerMilliseconds: 50, beforeRemoving: { syncs.add(); return true })
         working.remove([removed])
         working.drain()
-        XCTAssertFalse(FileSystem.exists(removed))
+        XCTAssertFalse(FileSystem.exists(removed.path))
         XCTAssertEqual(syncs.value, 1)
     }
 }

@@ -2,6 +2,7 @@
 #define VAULTAIRE_FUSE_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -19,6 +20,10 @@ void vaultaire_wire_note_request(const void *request, size_t length);
 // 1 if the request being served on this thread (write, truncating setattr or open, chown) asks
 // the filesystem to clear set-ID bits. libfuse serves a request on the thread that read it.
 int vaultaire_wire_request_kills_setid(void);
+
+// The inode number (FUSE node ID) the request being served on this thread is about: for naming the
+// file in the log when the request fails.
+uint64_t vaultaire_wire_request_node(void);
 
 // The mount's own read-ahead window, set once the kernel has taken the INIT reply (the reply's
 // max_readahead can only shrink the window, and the kernel applies it then): `path` names the

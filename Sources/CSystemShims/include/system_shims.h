@@ -17,4 +17,9 @@ int vaultaire_abstract_connect(const char *name);
 /// The user ID of the process at the other end of a connected unix socket, or -1.
 long long vaultaire_peer_uid(int fd);
 
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: `path` is resolved beneath `dirfd` and no
+/// component of it may be a symbolic link (ELOOP) or leave the directory (EXDEV). glibc 2.36 has no
+/// wrapper, so this is the raw system call.
+int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode);
+
 #endif

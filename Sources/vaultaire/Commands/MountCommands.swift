@@ -19,12 +19,16 @@ enum MountCommand {
                   help: "Serve through reads and writes of /dev/fuse even where the kernel offers FUSE over io_uring (Linux 6.14+ with fuse.enable_uring=1)."),
             .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
             .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
-            .init(long: "option", short: "o", valueName: "option", help: "A libfuse mount option, e.g. allow_other (repeatable).", repeatable: true),
-            CommonOptions.remember, CommonOptions.keychain,
+            .init(long: "option", short: "o", valueName: "option",
+                  help: "Options, comma-separated: this command's own as name=value or name (passphrase-file=FILE, idle=15m, ro, no-xattrs …), others for libfuse, e.g. allow_other (repeatable).",
+                  repeatable: true),
+            CommonOptions.remember, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 2, maximumPositionals: 2)
 
-    static func run(_ args: ParsedArguments) throws {
+    static func run(_ parsed: ParsedArguments) throws {
+        var args = parsed
+        let libfuseOptions = try MountHelper.absorbOptions(&args, spec: spec)
         let vaultPath = absolute(args.positionals[0])
         let mountpoint = absolute(args.positionals[1])
         var options = MountOptions()
@@ -32,21 +36,37 @@ enum MountCommand {
         options.extendedAttributes = !args.has("no-xattrs")
         options.foreground = args.has("foreground")
         options.kernelRing = !args.has("no-io-uring")
-        options.extra = (args.repeated["option"] ?? []).flatMap { $0.split(separator: ",").map(String.init) }
+        options.extra = libfuseOptions
         if let idle = args.value("idle") {
             guard let seconds = parseDuration(idle) else {
                 throw CLIError.usage("--idle needs a duration such as 90s, 15m or 2h, got '\(idle)'", command: spec.name)
             }
             options.idleSeconds = seconds
         }
+        do { try unlockAndServe(args, vault: vaultPath, on: mountpoint, options: options) } catch {
+            // Also in the log, where a mount at boot or by mount(8) leaves its trace: a wrong
+            // credential is an authentication failure worth recording.
+            // (Once in the background the daemon has logged its own failures.)
+            if case CLIError.usage = error {} else if !SystemLog.isUsingSyslog {
+                SystemLog.record(.error, "\(vaultPath): mount on \(mountpoint) failed: \(report(error).0.dropFirst("Error: ".count))")
+            }
+            throw error
+        }
+    }
+
+    private static func unlockAndServe(_ args: ParsedArguments, vault vaultPath: String, on mountpoint: String, options: MountOptions) throws {
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
-        _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
+        _ = try readVaultHeader(vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
-        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
-        for notice in vault.notices { printError("Notice: \(notice)") }
+        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
+                                         acceptRollback: args.has("accept-rollback"))
+        reportOpening(vault)
+        WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
-        master.wipe()  // the vault's key schedule holds its own copy
+        // The vault works with the keys derived from it; its key schedule shares this buffer, so the
+        // daemon holds no master key from here on.
+        master.wipe()
         do {
             try Mounter.serve(vault, at: mountpoint, options: options) {
                 print("Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it.")
@@ -109,7 +129,7 @@ enum UnmountCommand {
     /// For a mount process that offers no witness socket: its vault lock is released once it is done.
     private static func waitForVaultLock(_ lock: String) {
         for _ in 0..<600 {
-            let fd = open(lock, O_RDONLY | O_CLOEXEC)
+            let fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             if fd < 0 { break }
             let free = flock(fd, LOCK_EX | LOCK_NB) == 0
             close(fd)
