@@ -23,7 +23,7 @@ final class RemoteDamageTests: XCTestCase {
         let target = w.root + "/restored-\(UInt32.random(in: 0...UInt32.max))"
         let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile] + extra, device: w.freshDevice(),
                                 expect: status, file: file, line: line)
-        XCTAssertTrue(r.stderr.hasPrefix("Error: remote \(remote)") && r.stderr.contains(text) && r.stderr.split(separator: "\n").count == 1,
+        XCTAssertTrue(r.errorLines.count == 1 && r.errorLines[0].hasPrefix("Error: remote \(remote)") && r.errorLines[0].contains(text),
                       r.stderr, file: file, line: line)
         XCTAssertFalse(FileManager.default.fileExists(atPath: target), "a refused restore left \(target)", file: file, line: line)
     }
@@ -33,21 +33,21 @@ final class RemoteDamageTests: XCTestCase {
         var bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + victim))
         bytes[bytes.count / 2] ^= 0x01
         try bytes.write(to: URL(fileURLWithPath: remote + "/" + victim))
-        try expectRefused(23, mentioning: "does not match its hash")
-        let r = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", w.passphraseFile], device: w.freshDevice(), expect: 23)
+        try expectRefused(24, mentioning: "does not match its hash")
+        let r = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", w.passphraseFile], device: w.freshDevice(), expect: 24)
         XCTAssertTrue(r.stderr.contains(victim), r.stderr)
     }
 
     func testAMissingObjectIsDetected() throws {
         let victim = try w.largestObject(remote)
         try FileManager.default.removeItem(atPath: remote + "/" + victim)
-        try expectRefused(23, mentioning: "is missing")
+        try expectRefused(24, mentioning: "is missing")
     }
 
     func testAnOldManifestUnderANewerNameIsDetected() throws {
         try FileManager.default.removeItem(atPath: remote + "/snapshots/0000000002")
         try FileManager.default.copyItem(atPath: remote + "/snapshots/0000000001", toPath: remote + "/snapshots/0000000002")
-        try expectRefused(23, mentioning: "holds the manifest of snapshot 1")
+        try expectRefused(24, mentioning: "holds the manifest of snapshot 1")
     }
 
     func testAChangedBackupHeaderIsDetected() throws {
@@ -55,14 +55,14 @@ final class RemoteDamageTests: XCTestCase {
         var bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + key))
         bytes[40] ^= 0x80
         try bytes.write(to: URL(fileURLWithPath: remote + "/" + key))
-        try expectRefused(23, mentioning: "does not match its hash")
+        try expectRefused(24, mentioning: "does not match its hash")
     }
 
     func testARollbackIsRefusedOnADeviceThatSawTheNewerSnapshot() throws {
         // The device that made snapshot 2 saw it; the remote is rolled back to snapshot 1.
         try FileManager.default.removeItem(atPath: remote + "/snapshots/0000000002")
         let list = try w.vaultaire(["backup", "--list", remote, "--passphrase-file", w.passphraseFile])
-        XCTAssertTrue(list.stderr.hasPrefix("Notice: ") && list.stderr.contains("(a rollback)"), list.stderr)
+        XCTAssertTrue(list.errorLines.first?.hasPrefix("Notice: ") == true && list.stderr.contains("(a rollback)"), list.stderr)
         let target = w.root + "/rolled-back"
         let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile], expect: 20)
         XCTAssertTrue(r.stderr.contains("snapshot 1 is older than snapshot 2"), r.stderr)
@@ -91,7 +91,7 @@ final class RemoteDamageTests: XCTestCase {
         let device = w.freshDevice()
         let target = w.root + "/restored-damaged"
         let r = try w.vaultaire(["restore", remote, target, "--passphrase-file", w.passphraseFile], device: device, expect: 13)
-        XCTAssertTrue(r.stderr.hasPrefix("Error: in-vault \(target): restored, but 1 file(s) fail verification") && r.stderr.contains("/photos/big.bin"), r.stderr)
+        XCTAssertTrue(r.errorLines.first?.hasPrefix("Error: in-vault \(target): restored, but 1 file(s) fail verification") == true && r.stderr.contains("/photos/big.bin"), r.stderr)
         let good = w.root + "/notes-back"
         try w.vaultaire(["get", target, "/notes.txt", good, "--passphrase-file", w.passphraseFile], device: device)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: good)), Data("first".utf8))
@@ -102,6 +102,6 @@ final class RemoteDamageTests: XCTestCase {
     func testAWrongPassphraseIsRefused() throws {
         let wrong = w.write("wrong", Data("not the passphrase".utf8))
         let r = try w.vaultaire(["restore", remote, w.root + "/x", "--passphrase-file", wrong], device: w.freshDevice(), expect: 12)
-        XCTAssertEqual(r.stderr, "Error: remote \(remote): wrong credential (it opens no backup header there)\n")
+        XCTAssertEqual(r.errorLines, ["Error: remote \(remote): wrong credential (it opens no backup header there)"])
     }
 }

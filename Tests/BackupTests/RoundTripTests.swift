@@ -72,7 +72,7 @@ final class RoundTripTests: XCTestCase {
         bytes[bytes.count / 2] ^= 0x04
         try bytes.write(to: URL(fileURLWithPath: local))
         try w.rclone(["copyto", local, w.join(remote, victim)])
-        let damaged = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", pw], device: w.freshDevice(), expect: 23)
+        let damaged = try w.vaultaire(["backup", "--verify", remote, "--passphrase-file", pw], device: w.freshDevice(), expect: 24)
         XCTAssertTrue(damaged.stderr.contains("\(victim) ("), damaged.stderr)
     }
 }

@@ -26,7 +26,7 @@ enum BackupCommand {
             .init(long: "accept-rollback", short: nil, valueName: nil, help: "With --verify: check a snapshot older than the newest this device has seen."),
             CommonOptions.passphraseFile,
             .init(long: "recovery-phrase-file", short: nil, valueName: "file", help: "With --list or --verify: unlock with the recovery phrase from FILE."),
-            CommonOptions.keychain,
+            CommonOptions.keychain, CommonOptions.quiet,
         ],
         minimumPositionals: 1, maximumPositionals: 2)
 
@@ -44,7 +44,7 @@ enum BackupCommand {
             }
             let rclone = makeRclone(args.positionals[0])
             let unlocking = try remoteUnlocking(args, newCredential: false)
-            if args.has("list") { try list(rclone, unlocking) } else { try verify(rclone, unlocking, args) }
+            if args.has("list") { try list(rclone, unlocking, args) } else { try verify(rclone, unlocking, args) }
             return
         }
         guard args.positionals.count == 2 else { throw CLIError.usage("backup needs <vault> and <remote:path>", command: spec.name) }
@@ -63,7 +63,7 @@ enum BackupCommand {
             opened.wipe()
         }
         let rclone = makeRclone(args.positionals[1])
-        let line = ProgressLine()
+        let line = ProgressLine(quiet: args.has("quiet"))
         rclone.progress = line.active ? { line.show("uploading: \($0)") } : nil
         let s: Backup.Summary
         do {
@@ -80,8 +80,8 @@ enum BackupCommand {
               + "kept \(s.snapshotsKept) snapshots, removed \(s.snapshotsRemoved) snapshots and \(s.objectsRemoved) objects.")
     }
 
-    static func list(_ rclone: Rclone, _ unlocking: Restore.Unlocking) throws {
-        let line = ProgressLine()
+    static func list(_ rclone: Rclone, _ unlocking: Restore.Unlocking, _ args: ParsedArguments) throws {
+        let line = ProgressLine(quiet: args.has("quiet"))
         let rows = try Listing.run(rclone: rclone, unlocking: unlocking, status: line.show,
                                    notice: { line.clear(); printError("Notice: \($0)") })
         line.clear()
@@ -96,7 +96,7 @@ enum BackupCommand {
     }
 
     static func verify(_ rclone: Rclone, _ unlocking: Restore.Unlocking, _ args: ParsedArguments) throws {
-        let line = ProgressLine()
+        let line = ProgressLine(quiet: args.has("quiet"))
         rclone.progress = line.active ? { line.show("downloading: \($0)") } : nil
         let s = try Restore.verify(rclone: rclone, snapshot: try snapshotOption(args), unlocking: unlocking,
                                    acceptRollback: args.has("accept-rollback"), status: line.show)
@@ -120,7 +120,7 @@ enum RestoreCommand {
             .init(long: "recovery-phrase-file", short: nil, valueName: "file", help: "Unlock with the recovery phrase from FILE instead; then a new credential is set."),
             .init(long: "new-passphrase-file", short: nil, valueName: "file", help: "With the recovery phrase: read the new credential from FILE."),
             .init(long: "pattern", short: nil, valueName: nil, help: "With the recovery phrase: the new credential is a pattern."),
-            CommonOptions.keychain,
+            CommonOptions.keychain, CommonOptions.quiet,
         ],
         minimumPositionals: 2, maximumPositionals: 2)
 
@@ -135,7 +135,7 @@ enum RestoreCommand {
         let target = args.positionals[1]
         let keychain = try selectKeychain(args)
         let unlocking = try remoteUnlocking(args, newCredential: true)
-        let line = ProgressLine()
+        let line = ProgressLine(quiet: args.has("quiet"))
         rclone.progress = line.active ? { line.show("downloading: \($0)") } : nil
         let s = try Restore.run(rclone: rclone, snapshot: try snapshotOption(args), target: target, keychain: keychain,
                                 unlocking: unlocking, acceptRollback: args.has("accept-rollback"), status: line.show)
@@ -213,10 +213,13 @@ func utcDate(_ nanoseconds: Int64) -> String {
     return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
 }
 
-/// One progress line on standard error, rewritten in place, only when it is a terminal.
+/// One progress line on standard error, rewritten in place, only when it is a terminal (and not
+/// with --quiet): the phase, and rclone's transfer statistics (bytes, rate, time left).
 final class ProgressLine {
-    let active = standardErrorIsTerminal
+    let active: Bool
     private var shown = false
+
+    init(quiet: Bool) { active = !quiet && standardErrorIsTerminal }
 
     func show(_ text: String) {
         guard active else { return }
