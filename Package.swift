@@ -35,10 +35,12 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
+        // Ciphertext backups through rclone: the backup format (headers, manifests) and its logic.
+        .target(name: "VaultBackup", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "CFuseRing", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
-            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE"]),
+            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup"]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
@@ -51,6 +53,7 @@ let package = Package(
         // The C transport's bounds checks, in C (a test executable), run by RingBoundsTests.
         .executableTarget(name: "ring-bounds-tests", dependencies: ["CFuseRing", "CFuseWire"], path: "Tests/RingBoundsTests"),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "BackupTests", dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

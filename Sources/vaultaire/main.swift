@@ -17,6 +17,8 @@ nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) 
     (GetCommand.spec, GetCommand.run),
     (RemoveCommand.spec, RemoveCommand.run),
     (MakeDirectoryCommand.spec, MakeDirectoryCommand.run),
+    (BackupCommand.spec, BackupCommand.run),
+    (RestoreCommand.spec, RestoreCommand.run),
     (KDFBenchCommand.spec, KDFBenchCommand.run),
     (Version.spec, Version.run),
 ]
