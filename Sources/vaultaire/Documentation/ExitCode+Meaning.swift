@@ -5,7 +5,7 @@ extension ExitCode {
         case .success: return "success"
         case .failure: return "other failure"
         case .notAVault: return "not a vault"
-        case .credentialUnavailable: return "the credential could not be read (passphrase file missing or unreadable, --extpass command failed, empty or too long)"
+        case .credentialUnavailable: return "the credential could not be read (passphrase file unreadable, --extpass command failed, empty or too long)"
         case .wrongCredential: return "wrong credential or recovery phrase"
         case .damaged: return "vault damaged (verify found damage, or data failed authentication)"
         case .unsupportedVersion: return "unsupported format version"
