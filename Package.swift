@@ -8,6 +8,7 @@ let package = Package(
         // For the fuzz targets in Fuzz/, which depend on this package by path.
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
+        .library(name: "VaultSystem", targets: ["VaultSystem"]),
     ],
     targets: [
         // C libraries from Debian, each behind one thin Swift module.
@@ -47,5 +48,5 @@ let package = Package(
         .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

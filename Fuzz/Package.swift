@@ -11,7 +11,8 @@ let package = Package(
     targets: [.target(name: "FuzzDriver")] + targets.map { name in
         .executableTarget(
             name: name,
-            dependencies: ["FuzzDriver", .product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire")],
+            dependencies: ["FuzzDriver", .product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire"),
+                           .product(name: "VaultSystem", package: "Vaultaire")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])])
     },
     swiftLanguageModes: [.v5]

@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets in Fuzz/ (coverage-instrumented Swift with AddressSanitizer) and runs each
 # for a bounded time.
 # Usage: scripts/fuzz.sh [seconds per target, default 60]. A crash leaves its input in fuzz-artifacts/;
-# turn it into a regression test before fixing it.
+# turn it into a regression test before fixing it, and copy the input into Fuzz/corpus/<target>/ (kept
+# in git): every run starts from those seeds, so a past crash is tried again each time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-60}"
@@ -23,8 +24,10 @@ export SWIFT_BACKTRACE=enable=no  # let libFuzzer and ASan report traps, not the
 status=0
 for target in FuzzVaultHeader FuzzIndex FuzzJournal FuzzFileBlob FuzzRecoveryPhrase; do
   corpus="fuzz-artifacts/corpus-$target"; mkdir -p "$corpus"
+  # New inputs go to the first directory (the run's own); the seeds are only read.
+  seeds=(); [ -d "Fuzz/corpus/$target" ] && seeds=("Fuzz/corpus/$target")
   if "$bin/$target" -max_total_time="$SECONDS_EACH" -max_len=8192 -rss_limit_mb=1024 -timeout=5 \
-       -artifact_prefix="fuzz-artifacts/$target-" -print_final_stats=1 "$corpus" > "fuzz-artifacts/$target.log" 2>&1; then
+       -artifact_prefix="fuzz-artifacts/$target-" -print_final_stats=1 "$corpus" "${seeds[@]}" > "fuzz-artifacts/$target.log" 2>&1; then
     echo "$target: $(grep -E 'stat::number_of_executed_units' "fuzz-artifacts/$target.log" | awk '{print $2}') runs, no crash"
   else
     echo "$target: CRASH — see fuzz-artifacts/$target.log"; status=1

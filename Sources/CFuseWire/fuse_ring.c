@@ -41,7 +41,7 @@ enum { RING_REGISTER = 1, RING_COMMIT_AND_FETCH = 2 };
 
 // Each CPU's queue is served by a few threads pinned to that CPU, each with one entry: a request that
 // waits for the disk holds up only its own thread, as with the device loop's threads. Measured
-// against one thread with four entries and against unpinned threads (docs/PERFORMANCE.md).
+// against one thread with four entries and against unpinned threads (docs/PERFORMANCE.md, "FUSE over io_uring").
 enum { WORKERS_PER_QUEUE = 4, ENTRIES_PER_WORKER = 1 };
 // Room in front of each payload to put the in-header and the opcode's argument back, so a request
 // reaches libfuse contiguous, as read() would have returned it, without copying the payload.

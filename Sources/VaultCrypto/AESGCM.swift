@@ -63,10 +63,12 @@ public enum AESGCM {
 /// One OpenSSL cipher context, reused across operations; not thread-safe, so each thread has its own
 /// (`current`). Reuse saves an allocation and a cipher fetch per chunk on the data path.
 public final class AESGCMContext {
-    private let ctx: OpaquePointer
+    private var ctx: OpaquePointer
     private let cipher: OpaquePointer
 
-    private static let cipherHandle: OpaquePointer = {
+    // An EVP_CIPHER fetched once and never freed: OpenSSL's fetched ciphers are immutable and safe to
+    // share between threads.
+    nonisolated(unsafe) private static let cipherHandle: OpaquePointer = {
         guard let c = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil) else { fatalError("OpenSSL lacks AES-256-GCM") }
         return c
     }()
@@ -102,8 +104,14 @@ public final class AESGCMContext {
 
     private func forgetKey() {
         hasKey = false
-        _ = EVP_CIPHER_CTX_reset(ctx)
         loadedKey.wipe()
+        guard EVP_CIPHER_CTX_reset(ctx) != 1 else { return }
+        // A reset that fails may have left the key schedule in place: free the context (which
+        // cleanses it) and start over with a new one.
+        ERR_clear_error()
+        EVP_CIPHER_CTX_free(ctx)
+        guard let fresh = EVP_CIPHER_CTX_new() else { fatalError("out of memory: EVP_CIPHER_CTX_new") }
+        ctx = fresh
     }
 
     private static let threadKey: pthread_key_t = {

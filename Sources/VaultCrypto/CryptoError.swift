@@ -8,6 +8,8 @@ public enum CryptoError: Error, Equatable, CustomStringConvertible {
     case openSSLFailure(operation: String, code: UInt)
     /// The system random generator could not deliver bytes.
     case randomUnavailable
+    /// A memory scan (tests) could not read /proc/self.
+    case scanUnavailable(errno: Int32)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum CryptoError: Error, Equatable, CustomStringConvertible {
         case let .invalidLength(what, expected, actual): return "\(what) must be \(expected) bytes, got \(actual)"
         case let .openSSLFailure(operation, code): return "OpenSSL \(operation) failed (error \(code))"
         case .randomUnavailable: return "the system random generator is unavailable"
+        case let .scanUnavailable(e): return "cannot read this process's memory map (errno \(e))"
         }
     }
 }

@@ -103,6 +103,17 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
     /// Zeroes the contents now, before release.
     public func wipe() { OPENSSL_cleanse(storage, capacity) }
 
+    /// Zeroes memory outside this type that held a secret (OPENSSL_cleanse: not optimized away).
+    public static func cleanse(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        OPENSSL_cleanse(base, buffer.count)
+    }
+
+    /// Zeroes an ordinary array that held a secret, in place.
+    public static func cleanse(_ array: inout [UInt8]) {
+        array.withUnsafeMutableBytes { cleanse($0) }
+    }
+
     /// Constant-time equality (CRYPTO_memcmp); lengths are not secret.
     public func constantTimeEquals(_ other: SecureBytes) -> Bool {
         guard count == other.count else { return false }

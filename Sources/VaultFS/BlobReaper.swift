@@ -6,6 +6,9 @@ import VaultSystem
 /// blob — the slowest step of a delete. The index is the truth: a blob the index no longer names is
 /// never read again, and one a crash leaves behind is reported by `verify` as belonging to no file.
 /// `drain()` waits until everything queued is gone; locking the vault drains.
+/// Before each batch it runs `beforeRemoving` (the vault makes its journal durable there), so a blob is
+/// removed only once the record that stopped naming it has reached the disk: a crash can never bring
+/// back a file whose blob is gone.
 final class BlobReaper: @unchecked Sendable {
     /// `rm -rf` queues one blob per request, a few tens of microseconds apart. The thread collects
     /// them for `gather` (or until `batchSize` wait) instead of waking per blob, and ends after
@@ -13,8 +16,9 @@ final class BlobReaper: @unchecked Sendable {
     private let gather: timespec
     private let linger: timespec
     private let batchSize: Int
+    private let beforeRemoving: () -> Bool
 
-    private var pending: [String] = []
+    private var pending: [AnchoredPath] = []
     private var working = false
     private var threadRunning = false
     private var drainers = 0
@@ -22,7 +26,9 @@ final class BlobReaper: @unchecked Sendable {
     private let arrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let emptied = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init(gatherMilliseconds: Int = 20, lingerMilliseconds: Int = 1000, batchSize: Int = 256) {
+    init(gatherMilliseconds: Int = 20, lingerMilliseconds: Int = 1000, batchSize: Int = 256,
+         beforeRemoving: @escaping () -> Bool = { true }) {
+        self.beforeRemoving = beforeRemoving
         gather = BlobReaper.duration(milliseconds: gatherMilliseconds)
         linger = BlobReaper.duration(milliseconds: lingerMilliseconds)
         self.batchSize = batchSize
@@ -45,7 +51,7 @@ final class BlobReaper: @unchecked Sendable {
     }
 
     /// Queues files for removal.
-    func remove(_ paths: [String]) {
+    func remove(_ paths: [AnchoredPath]) {
         guard !paths.isEmpty else { return }
         pthread_mutex_lock(mutex)
         pending += paths
@@ -94,7 +100,9 @@ final class BlobReaper: @unchecked Sendable {
             pending = []
             working = true
             pthread_mutex_unlock(mutex)
-            for path in batch { try? FileSystem.remove(path) }
+            // Without a durable journal the batch stays on disk: stray blobs, which `verify --repair`
+            // removes, are better than a file whose blob is gone.
+            if beforeRemoving() { for file in batch { try? file.remove() } }
             pthread_mutex_lock(mutex)
             working = false
         }

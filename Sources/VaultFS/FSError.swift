@@ -24,10 +24,20 @@ public struct FSError: Error, CustomStringConvertible, Equatable {
         switch error {
         case let e as FSError: return e.errno
         case let e as SystemError: return e.errno
+        case is DamagedFile: return EIO
         case is FormatError: return EIO
         default: return EIO
         }
     }
+}
+
+/// A file's data failed authentication or is missing from its blob: the engine's "damaged", which the
+/// mount answers with EIO and the command reports by the file's path.
+public struct DamagedFile: Error, CustomStringConvertible {
+    public let inode: UInt64
+    /// What failed, without the file's identity (the caller names it).
+    public let reason: String
+    public var description: String { "file \(inode): \(reason)" }
 }
 
 /// Wall-clock time in nanoseconds since the epoch.

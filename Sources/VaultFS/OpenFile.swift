@@ -12,7 +12,9 @@ import VaultSystem
 /// and the chunks in `gaps`, which are not on disk yet and read as zeros.
 /// Callers hold `lock` (exclusively) around every method, except `readWholeChunksShared`, which
 /// needs it shared.
-final class OpenFile {
+// Shared by every handle on the file: its data-path state is behind `lock`, `handles` and `writers`
+// behind the vault's `meta`.
+final class OpenFile: @unchecked Sendable {
     let id: UInt64
     let blob: FileBlob
     let lock = ReadWriteLock()

@@ -4,7 +4,7 @@ import VaultFormat
 import VaultSystem
 
 /// A handle on an open file, as `open`/`create` return it.
-public final class FileHandle {
+public final class FileHandle: Sendable {
     public let id: UInt64
     public let writable: Bool
     public let append: Bool
@@ -20,36 +20,35 @@ public final class FileHandle {
 
 extension UnlockedVault {
     /// Opens a regular file. Writable opens first mark the record `needsCheck` durably, so a crash
-    /// while the blob runs ahead of the index is repaired at the next open.
+    /// while the blob runs ahead of the index is repaired at the next open. The blob is opened and its
+    /// header authenticated outside `meta`; the open file is published under it.
     public func open(_ id: UInt64, write: Bool, truncate: Bool = false, append: Bool = false) throws -> FileHandle {
         if write { try requireWritable() }
-        let file: OpenFile = try meta.withLock {
-            var node = try record(id)
+        // First write this session: mark the record and bump the content version (durably), then
+        // reseal the header with it — in that order, so a crash in between is tolerated and repaired.
+        let (node, joined, reseal) = try meta.withLock { s -> (Inode, OpenFile?, Bool) in
+            var node = try s.record(id)
             guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
-            // First write this session: mark the record and bump the content version (durably), then
-            // reseal the header with it — in that order, so a crash in between is tolerated and repaired.
-            var reseal = false
-            if write && !node.needsCheck {
+            let reseal = write && !node.needsCheck
+            if reseal {
                 node.needsCheck = true
                 node.contentVersion += 1
-                try commitChanges([.putInode(node)])
-                try syncIndex()
-                reseal = true
+                try s.commit([.putInode(node)])
             }
-            if let open = openFiles[id] {
-                if reseal { try writeHeader(open.blob, for: node, name: open.headerName) }
-                open.handles += 1
-                if write { open.writers += 1 }
-                return open
-            }
+            guard let open = s.openFiles[id] else { return (node, nil, reseal) }
+            open.handles += 1
+            if write { open.writers += 1 }
+            return (node, open, reseal)
+        }
+        if reseal { try syncJournal() }
+        let file: OpenFile
+        if let joined {
+            if reseal { try writeHeader(joined.blob, for: node, name: joined.headerName) }
+            file = joined
+        } else {
             let (blob, info) = try openBlob(node, writable: !readOnly)
             if reseal { try writeHeader(blob, for: node, name: info.name) }
-            let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck, cache: lendCache())
-            open.headerName = info.name
-            open.handles = 1
-            open.writers = write ? 1 : 0
-            openFiles[id] = open
-            return open
+            file = try publishOpenFile(id, blob: blob, headerName: info.name, write: write)
         }
         let handle = FileHandle(id: id, writable: write, append: append, file: file)
         if truncate && write {
@@ -58,13 +57,35 @@ extension UnlockedVault {
         return handle
     }
 
+    /// Registers a blob opened outside the lock as the file's one open file — unless another open
+    /// got there first meanwhile, whose open file is then shared and this blob dropped.
+    private func publishOpenFile(_ id: UInt64, blob: FileBlob, headerName: String, write: Bool) throws -> OpenFile {
+        try meta.withLock { s in
+            let node = try s.record(id)  // the record as it is now (gone: ENOENT)
+            if let open = s.openFiles[id] {
+                open.handles += 1
+                if write { open.writers += 1 }
+                return open
+            }
+            let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck,
+                                    cache: s.lendCache(chunkSize: 1 << Int(chunkSizeLog2)))
+            open.headerName = headerName
+            open.handles = 1
+            open.writers = write ? 1 : 0
+            s.openFiles[id] = open
+            return open
+        }
+    }
+
     /// Creates a regular file and opens it for writing.
     public func create(in parent: UInt64, name: String, permissions: UInt32, caller: Caller, exclusive: Bool = true) throws -> FileHandle {
         do {
-            let node = try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
-                                    device: 0, symlinkTarget: [], keepOpen: true)
-            let file = try meta.withLock { () throws -> OpenFile in
-                guard let f = openFiles[node.id] else { throw FSError(ENOENT) }
+            let node = try retryingWhenFull {
+                try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
+                             device: 0, symlinkTarget: [], keepOpen: true)
+            }
+            let file = try meta.withLock { s -> OpenFile in
+                guard let f = s.openFiles[node.id] else { throw FSError(ENOENT) }
                 return f
             }
             return FileHandle(id: node.id, writable: true, append: false, file: file)
@@ -79,7 +100,7 @@ extension UnlockedVault {
         if let n = f.lock.withSharedLock({ f.readWholeChunksShared(at: offset, into: buffer) }) { return n }
         return try f.lock.withLock {
             do { return try f.read(at: offset, into: buffer) } catch let e as FormatError {
-                throw FSError(EIO, "file \(f.id): \(e)")
+                throw DamagedFile(inode: f.id, reason: "\(e)")
             }
         }
     }
@@ -92,17 +113,17 @@ extension UnlockedVault {
         // Large writes at a known offset seal outside the lock, so concurrent ones use every core.
         let presealed = handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize ? nil
             : try f.presealWholeChunks(at: offset, from: data)
-        try f.lock.withLock {
+        try retryingWhenFull { try f.lock.withLock {
             let position = handle.append ? f.size : offset
             guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
             do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
-                throw FSError(EIO, "file \(f.id): \(e)")
+                throw DamagedFile(inode: f.id, reason: "\(e)")
             }
             let size = f.size
-            meta.withLock {
-                touchInMemory(f.id) { $0.size = UInt64(size); $0.modificationTime = now; $0.changeTime = now }
+            meta.withLock { s in
+                s.touch(f.id) { $0.size = UInt64(size); $0.modificationTime = now; $0.changeTime = now }
             }
-        }
+        } }
         // A streaming write (the kernel sends them 1 MiB at a time): let the disk start on it now
         // rather than all at the final fsync, so that encrypting and writing out overlap.
         if let run = presealed, run.count * f.chunkSize >= 128 * 1024 {
@@ -122,83 +143,114 @@ extension UnlockedVault {
         defer { release(handle) }
         let f = handle.file
         let now = nowNanoseconds()
-        try f.lock.withLock {
+        try retryingWhenFull { try f.lock.withLock {
             if newSize < f.size {
                 try f.writeBack()
-                try meta.withLock {
-                    var node = try record(id)
+                try meta.withLock { s in
+                    var node = try s.record(id)
                     node.size = UInt64(newSize); node.modificationTime = now; node.changeTime = now
-                    try commitChanges([.putInode(node)])
+                    try s.commit([.putInode(node)])
                 }
                 try f.truncate(to: newSize)
             } else {
-                do { try f.truncate(to: newSize) } catch let e as FormatError { throw FSError(EIO, "\(e)") }
-                meta.withLock {
-                    touchInMemory(id) { $0.size = UInt64(newSize); $0.modificationTime = now; $0.changeTime = now }
+                do { try f.truncate(to: newSize) } catch let e as FormatError { throw DamagedFile(inode: id, reason: "\(e)") }
+                meta.withLock { s in
+                    s.touch(id) { $0.size = UInt64(newSize); $0.modificationTime = now; $0.changeTime = now }
                 }
             }
-        }
+        } }
     }
 
     /// close(2) of one descriptor: data written back and its record journaled (not yet durable).
+    /// An error here is the caller's last chance to learn that its data did not reach the vault.
     public func flush(_ handle: FileHandle) throws {
         guard handle.writable else { return }
-        try commitFile(handle.file, durable: false)
+        try retryingWhenFull { try commitFile(handle.file, durable: false) }
     }
 
     /// fsync(2): the file's data and record are durable when this returns.
     public func fsync(_ handle: FileHandle) throws {
-        try commitFile(handle.file, durable: true)
+        try retryingWhenFull { try commitFile(handle.file, durable: true) }
     }
 
     /// The last close of a handle; an unlinked file's inode and blob go with its last handle.
     public func release(_ handle: FileHandle) {
         let f = handle.file
-        if handle.writable { try? commitFile(f, durable: false) }
-        let last: Bool = meta.withLock {
+        // The last handle of a deleted file: what it holds goes with it, so nothing is saved first.
+        let deletedWithIt = meta.withLock { s in f.handles == 1 && (s.index.inodes[f.id].map { $0.linkCount == 0 } ?? true) }
+        if handle.writable && !deletedWithIt {
+            do { try retryingWhenFull { try commitFile(f, durable: false) } } catch {
+                // The writer heard of it at flush or fsync; other handles may still save it later.
+                let lastHandle = meta.withLock { _ in f.handles == 1 }
+                if lastHandle { discardUnsavedChanges(f, after: error) }
+            }
+        }
+        let (last, removed) = meta.withLock { s -> (Bool, Inode?) in
             f.handles -= 1
             if handle.writable { f.writers -= 1 }
-            guard f.handles == 0 else { return false }
-            openFiles[f.id] = nil
-            if let node = state.inodes[f.id], node.linkCount == 0 {
-                try? commitChanges([.removeInode(f.id)])
-                deleteBlob(node)
+            guard f.handles == 0 else { return (false, nil) }
+            s.openFiles[f.id] = nil
+            guard let node = s.index.inodes[f.id], node.linkCount == 0 else { return (true, nil) }
+            do {
+                try s.commit([.removeInode(f.id)])
+                return (true, node)
+            } catch {
+                // The nameless record stays; the next writable open removes it with its blob.
+                report("could not remove the last of unlinked \(f.id): \(error)")
+                return (true, nil)
             }
-            return true
         }
+        if let removed { reaper.remove(blobFiles(of: removed)) }
         if last {
-            f.lock.withLock { f.dropCache() }
-            meta.withLock { takeBackCache(f.cache) }
+            // No handle reaches this file any more (a new open makes a new one): its key goes now,
+            // not whenever the last reference to it is dropped.
+            f.lock.withLock { f.dropCache(); f.blob.wipeKey() }
+            meta.withLock { $0.takeBackCache(f.cache) }
         }
     }
 
-    /// A wiped one-chunk buffer for a newly opened file. Buffers are reused, because each new one costs
-    /// an allocation, mlock, madvise and munlock — several system calls on every small file created.
-    /// Caller holds `meta`.
-    func lendCache() -> SecureBytes {
-        spareCaches.popLast() ?? SecureBytes(count: 1 << Int(chunkSizeLog2))
-    }
-
-    /// Takes back a closed file's buffer, already wiped. Caller holds `meta`.
-    func takeBackCache(_ cache: SecureBytes) {
-        if spareCaches.count < 64 && !isClosed { spareCaches.append(cache) }
+    /// The last handle of a file closes while its changes cannot be written (the disk stays full, the
+    /// host fails). Its writers were told at flush or fsync; what the file keeps is what its blob holds,
+    /// so the record is brought back to the blob as after a crash, never left claiming chunks that did
+    /// not arrive (which would read as damage later). The file's lock keeps its writers out meanwhile.
+    func discardUnsavedChanges(_ f: OpenFile, after error: Error) {
+        f.lock.withLock {
+            f.dropCache()
+            let (held, recorded) = meta.withLock { s in (s.heldBackHeaders.removeValue(forKey: f.id), s.index.inodes[f.id]) }
+            try? held?.writeHeldBackHeader()
+            guard var node = recorded else { return }
+            node.size = UInt64(f.size)
+            let path = path(of: f.id) ?? "(inode \(f.id))"
+            do {
+                _ = try reconcile(&node)
+                meta.withLock { s in s.touch(f.id) { $0.size = node.size; $0.contentVersion = node.contentVersion } }
+                report("could not save \(path) (\(error)); it keeps \(node.size) bytes")
+            } catch let again {
+                report("could not save \(path) (\(error)), nor bring it back to what is on disk (\(again))")
+            }
+        }
     }
 
     /// Writes back `f`'s cached chunk and journals its record; with `durable`, syncs the blob first,
-    /// then the journal, and clears `needsCheck`.
+    /// then the journal (after letting go of `meta`), and clears `needsCheck`.
     func commitFile(_ f: OpenFile, durable: Bool) throws {
         try f.lock.withLock {
             try f.writeBack()
             if durable { try f.blob.sync() }
-            try meta.withLock {
-                guard var node = state.inodes[f.id] else { return }
-                guard durable || dirtyInodes.contains(f.id) || f.modifiedSinceCommit || heldBackHeaders[f.id] != nil else { return }
+            let journalToSync = try meta.withLock { s -> FileDescriptor? in
+                // A handle the kernel still held when the vault locked: nothing can be journaled now.
+                guard !s.isClosed else { throw FSError(EIO, "the vault is locked") }
+                guard var node = s.index.inodes[f.id] else { return nil }
+                guard durable || s.dirtyInodes.contains(f.id) || f.modifiedSinceCommit || s.heldBackHeaders[f.id] != nil else {
+                    return nil
+                }
                 node.size = UInt64(f.size)
                 if durable { node.needsCheck = f.writers > 0 ? node.needsCheck : false }
-                try commitChanges([.putInode(node)])
+                try s.commit([.putInode(node)])
                 f.modifiedSinceCommit = false
-                if durable { try syncIndex() }
+                return durable ? try s.prepareSync() : nil
             }
+            try journalToSync?.dataSync()
         }
     }
 }

@@ -6,6 +6,6 @@ extension UnlockedVault {
     /// whole tree, so it is meant for the rare failure, not for every request.
     public func path(of id: UInt64) -> String? {
         if id == Inode.rootID { return "/" }
-        return meta.withLock { pathsByInode()[id]?.min() }
+        return meta.withLock { $0.pathsByInode()[id]?.min() }
     }
 }

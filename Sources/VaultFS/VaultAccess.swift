@@ -11,7 +11,7 @@ public enum VaultAccess {
         public var iterations = KDFPolicy.vaultIterations
         public var recoveryIterations = KDFPolicy.recoveryIterations
         /// 4 KiB chunks: random 4 KiB I/O needs no read-modify-write and small files take one chunk;
-        /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md has the measurement).
+        /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md, "Chunk size").
         public var chunkSizeLog2: UInt8 = 12
         public init() {}
     }
@@ -36,8 +36,8 @@ public enum VaultAccess {
         let old = umask(0o077)
         defer { umask(old) }
         try layout.createDirectories()
-        let keys = KeySchedule(master: master)
-        let store = IndexStore(directory: layout.indexDirectory, vaultID: header.vaultID, key: keys.index)
+        let keys = try KeySchedule(master: master)
+        let store = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
         try store.create(IndexState.empty(uid: getuid(), gid: getgid(), now: nowNanoseconds()))
         // The header goes last: a directory without it is not (yet) a vault.
         try layout.writeHeader(header)
@@ -59,21 +59,36 @@ public enum VaultAccess {
     }
 
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
-    public static func open(at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool) throws -> UnlockedVault {
+    /// With `acceptRollback`, an index older than this device has seen is accepted (and recorded as
+    /// the newest seen) instead of refused: the owner restored an older copy on purpose.
+    public static func open(at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool,
+                            acceptRollback: Bool = false) throws -> UnlockedVault {
         let layout = VaultLayout(root: path)
         let header = try layout.readHeader()
-        return try UnlockedVault(layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain)
+        return try UnlockedVault(layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain,
+                                 acceptRollback: acceptRollback)
     }
 
-    /// Sets a new credential: the master key is rewrapped; no index record or blob changes.
+    /// Sets a new credential: the master key is rewrapped; no index record or blob changes. Holds the
+    /// vault lock meanwhile, so the header never changes under a process that has the vault open for
+    /// writing (a mount that rewrote it would not know), and throws EBUSY naming that process.
     public static func changeCredential(at path: String, master: SecureBytes, newCredential: Credential, pattern: Pattern?,
                                         keychain: Keychain, iterations: Int? = nil) throws {
         let layout = VaultLayout(root: path)
+        let lock = try VaultLock.acquire(try layout.lockFile())
+        defer { withExtendedLifetime(lock) {} }
         var header = try layout.readHeader()
         let salt = try keychain.deviceSalt(create: true)
         try header.wrapForCredential(master, credential: newCredential, pattern: pattern, deviceSalt: salt,
                                      iterations: iterations ?? Int(header.credential.iterations))
         try layout.writeHeader(header)
+    }
+
+    /// Throws EBUSY (naming the process) when another process has the vault open for writing; for
+    /// commands that change the header, to refuse before asking for anything. `changeCredential`
+    /// checks again, holding the lock.
+    public static func checkNotOpenForWriting(at path: String) throws {
+        _ = try VaultLock.acquire(try VaultLayout(root: path).lockFile())
     }
 
     /// Opens the recovery envelope with the phrase and returns the master key.

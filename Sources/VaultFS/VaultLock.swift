@@ -2,47 +2,62 @@ import Glibc
 import VaultSystem
 
 /// `mount.lock` in the vault directory: held (flock) by the one process that has the vault open for
-/// writing. The kernel drops a flock when its holder dies, so a lock left by a killed process never
-/// blocks for ever; the leftover file then only earns a notice.
+/// writing, and naming it by PID. The kernel drops a flock when its holder dies, so a lock left by a
+/// killed process never blocks for ever; the leftover file then only earns a notice.
+///
+/// The file is opened through the vault's directory descriptor with no symbolic link followed and
+/// must be a regular file. Its contents are never printed: only a PID parsed strictly from them.
 final class VaultLock {
     private let fd: FileDescriptor
-    let path: String
+    let file: AnchoredPath
     private(set) var staleNotice: String?
 
-    private init(fd: FileDescriptor, path: String) {
+    private init(fd: FileDescriptor, file: AnchoredPath) {
         self.fd = fd
-        self.path = path
+        self.file = file
     }
 
-    static func acquire(_ path: String) throws -> VaultLock {
-        let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT, mode: 0o600)
+    /// Takes the lock, or throws EBUSY naming the process that holds it.
+    static func acquire(_ file: AnchoredPath) throws -> VaultLock {
+        let fd = try file.open(flags: O_RDWR | O_CREAT, mode: 0o600)
         if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
-            let holder = String(decoding: (try? fd.readAll(limit: 64)) ?? [], as: UTF8.self)
-                .trimmingCharacters(in: " \n")
-            throw FSError(EBUSY, "the vault is already open by process \(holder.isEmpty ? "?" : holder)")
+            let holder = readPID(fd).map { "process \($0)" } ?? "another process"
+            throw FSError(EBUSY, "the vault is already open by \(holder) (mounted, or a command running on it)")
         }
-        let lock = VaultLock(fd: fd, path: path)
-        let previous = String(decoding: (try? fd.readAll(limit: 64)) ?? [], as: UTF8.self).trimmingCharacters(in: " \n")
-        if !previous.isEmpty {
-            lock.staleNotice = "a lock left by process \(previous), which is gone, was cleared"
+        let lock = VaultLock(fd: fd, file: file)
+        if (try? fd.size()) ?? 0 > 0 {
+            lock.staleNotice = readPID(fd).map { "a lock left by process \($0), which is gone, was cleared" }
+                ?? "a leftover lock file was cleared"
         }
+        try lock.recordHolder()
+        return lock
+    }
+
+    /// Writes this process's PID into the file: at acquisition, and again in the mount daemon after
+    /// it has detached (the PID written before the fork is the parent's, which exits).
+    func recordHolder() throws {
         try fd.truncate(to: 0)
         try fd.write(Array("\(getpid())\n".utf8), at: 0)
-        return lock
+    }
+
+    /// The PID in a lock file: 1 to 10 decimal digits and an optional newline, nothing else.
+    static func parsePID(_ bytes: [UInt8]) -> Int32? {
+        var digits = bytes[...]
+        if digits.last == UInt8(ascii: "\n") { digits = digits.dropLast() }
+        guard (1...10).contains(digits.count), digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0 else { return nil }
+        return value
+    }
+
+    private static func readPID(_ fd: FileDescriptor) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        guard let n = try? buffer.withUnsafeMutableBytes({ try fd.read(into: $0, at: 0) }), n < buffer.count else { return nil }
+        return parsePID(Array(buffer[0..<n]))
     }
 
     deinit {
         try? fd.truncate(to: 0)
-        unlink(path)
+        try? file.remove()
         flock(fd.rawValue, LOCK_UN)
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
     }
 }

@@ -9,45 +9,60 @@ public struct VerifyReport {
     public var damaged: [(path: String, reason: String)] = []
     /// Harmless findings, e.g. blobs no record points at (left by an interrupted create).
     public var notices: [String] = []
+    /// Blobs on disk that no record names.
+    public var strayBlobs: [[UInt8]] = []
     public var filesChecked = 0
     public var chunksChecked = 0
     public var isIntact: Bool { damaged.isEmpty }
 }
 
 extension UnlockedVault {
-    /// Every path that names each inode (hard links give several).
-    func pathsByInode() -> [UInt64: [String]] {
-        var paths: [UInt64: [String]] = [:]
-        var stack: [(UInt64, String)] = [(Inode.rootID, "")]
-        while let (dir, prefix) = stack.popLast() {
-            for (name, child) in state.entries[dir] ?? [:] {
-                let p = prefix + "/" + name
-                paths[child, default: []].append(p)
-                if state.entries[child] != nil { stack.append((child, p)) }
-            }
-        }
-        return paths
-    }
-
     /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
     /// record (truncation and extension). `progress(done, total)` is called as files are checked.
     public func verify(scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
         reaper.drain()  // deleted files' blobs are gone before the scan for strays
         var report = VerifyReport()
-        let (files, paths) = meta.withLock { (state.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, pathsByInode()) }
+        let (files, paths) = meta.withLock { s in
+            (s.index.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, s.pathsByInode())
+        }
         var referenced = Set<[UInt8]>()
+        let unlinked = files.filter { $0.linkCount == 0 }.count
+        if unlinked > 0 {
+            report.notices.append("\(unlinked) file(s) with no name left by an interrupted command or a crash; "
+                                  + "the next writable open removes them")
+        }
         for (n, node) in files.enumerated() {
             referenced.insert(node.blobID)
+            // No name: nothing the user can reach; its blob may never have been made.
+            if node.linkCount == 0 { progress(n + 1, files.count); continue }
             let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
             if let reason = verifyFile(node, report: &report) { report.damaged.append((name, reason)) }
             report.filesChecked += 1
             progress(n + 1, files.count)
         }
         if scanForStrayBlobs, let onDisk = try? layout.blobIDsOnDisk() {
-            let stray = onDisk.filter { !referenced.contains($0) }.count
-            if stray > 0 { report.notices.append("\(stray) blob(s) belong to no file (left by an interrupted create; harmless)") }
+            report.strayBlobs = onDisk.filter { !referenced.contains($0) }
+            if !report.strayBlobs.isEmpty {
+                report.notices.append("\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted create; "
+                                      + "'vaultaire verify --repair' removes them)")
+            }
         }
         return report
+    }
+
+    /// Removes blobs that no record names (as `verify` found them), checking again under the lock that
+    /// none has been taken into use since. Returns how many went.
+    public func removeStrayBlobs(_ ids: [[UInt8]]) throws -> Int {
+        try requireWritable()
+        return try meta.withLock { s in
+            let used = Set(s.index.inodes.values.map(\.blobID))
+            var removed = 0
+            for id in ids where !used.contains(id) {
+                for file in [try layout.blobFile(id), try layout.thumbnailFile(id)] { try? file.remove() }
+                removed += 1
+            }
+            return removed
+        }
     }
 
     private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {

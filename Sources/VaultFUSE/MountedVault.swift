@@ -29,6 +29,7 @@ public final class MountedVault {
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
+        vault.onReport { [weak self] message in self?.log(message) }
     }
 
     @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
@@ -59,11 +60,16 @@ public final class MountedVault {
         SystemLog.log(level, "\(vault.layout.root): \(message)")
     }
 
+    /// What the engine reports it could not do while serving, and the test memory scan: failures.
+    func log(_ message: String) { log(.error, message) }
+
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
-        do { try vault.close() } catch {
-            closeError = error
-            log(.error, "could not persist everything at unmount: \(error)")
+        MemoryScanAtLock.around(vault, log: log) {
+            do { try vault.close() } catch {
+                closeError = error
+                log(.error, "could not persist everything at unmount: \(error)")
+            }
         }
     }
 }

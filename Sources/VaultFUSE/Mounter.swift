@@ -21,7 +21,7 @@ public struct MountOptions {
     /// The mount's read-ahead window in KiB (0 leaves the kernel's, 128 KiB). The kernel asks a FUSE
     /// mount for the next part of a file it reads through in requests that fill this window; a wider
     /// one keeps several in flight, which the mount's threads decrypt side by side (docs/PERFORMANCE.md,
-    /// eleventh round). Needs the right to write the mount's /sys/class/bdi entry (root).
+    /// "Read-ahead window"). Needs the right to write the mount's /sys/class/bdi entry (root).
     public var readAheadKiB = 1024
     /// Extra libfuse options from `-o` (allow_other and the like).
     public var extra: [String] = []
@@ -80,7 +80,8 @@ public enum Mounter {
         }
         mounted.session = session
         // Only if the mount now visible there is a vault's (ours, unless another was stacked on it meanwhile).
-        if options.readAheadKiB > 0, let listed = MountTable.mount(at: listedMountpoint), listed.fileSystemType == "fuse.vaultaire" {
+        let listed = MountTable.mount(at: listedMountpoint).flatMap { $0.fileSystemType == "fuse.vaultaire" ? $0 : nil }
+        if options.readAheadKiB > 0, let listed {
             vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(listed.device)/read_ahead_kb", UInt32(options.readAheadKiB))
         }
         var wire = fuse_custom_io()
@@ -91,8 +92,7 @@ public enum Mounter {
             throw Failure.setup("libfuse refused the device reader")
         }
         onReady()
-        fflush(stdout)
-        fflush(stderr)
+        fflush(nil)  // every stream: what onReady printed goes out before the fork
         if !options.foreground {
             // The parent returns to the shell from inside fuse_daemonize once the child is running.
             guard fuse_daemonize(0) == 0 else {
@@ -104,7 +104,12 @@ public enum Mounter {
             // Standard error is /dev/null from here on.
             SystemLog.useSyslog()
             for notice in vault.notices { mounted.log(.warning, notice) }
+            // The lock (an flock, shared with the parent, which has exited) is this process's now:
+            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
+            do { try vault.recordLockHolder() } catch { mounted.log("could not record the daemon's PID in mount.lock: \(error)") }
         }
+        // After daemonizing: the listening thread must run in the process that serves.
+        let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
         mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
         ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")
         _ = fuse_set_signal_handlers(session)
@@ -117,7 +122,7 @@ public enum Mounter {
                 fuse_session_process_buf(OpaquePointer(context), &buffer)
             }, UnsafeMutableRawPointer(session))
         }
-        if let idle = options.idleSeconds { startIdleWatch(mounted, session: session, mountpoint: mountpoint, limit: idle) }
+        if let idle = options.idleSeconds { startIdleWatch(mounted, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
         ServiceManager.stopping(status: "Unmounting \(mountpoint): saving and locking \(vault.layout.root)")
         fuse_remove_signal_handlers(session)
@@ -125,22 +130,27 @@ public enum Mounter {
         vaultaire_ring_finish()  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
+        witnesses?.finish(mounted.closeError)
         if let e = mounted.closeError { throw e }
         mounted.log(.notice, "unmounted from \(mountpoint): saved and locked")
     }
 
-    /// A thread that unmounts after `limit` seconds without requests.
-    private static func startIdleWatch(_ mounted: MountedVault, session: OpaquePointer, mountpoint: String, limit: Int) {
+    /// A thread that unmounts after `limit` seconds with no open file and no request. The unmount is
+    /// the ordinary one, not lazy: while any process still holds something in the mount (a working
+    /// directory, an open directory) the kernel refuses it, and the watch waits for another idle period
+    /// rather than cut a program off. Once the kernel lets go, the session ends as with any unmount.
+    private static func startIdleWatch(_ mounted: MountedVault, mountpoint: String, limit: Int) {
         final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
         let job = Job {
             while true {
                 sleep(1)
-                if mounted.idleSeconds >= Int64(limit) {
-                    mounted.log(.notice, "idle for \(limit) s: unmounting \(mountpoint) to lock the vault")
-                    fuse_session_exit(session)
-                    _ = Subprocess.run(["fusermount3", "-u", "-z", mountpoint])
+                if mounted.vault.hasOpenFiles { mounted.touch(); continue }
+                guard mounted.idleSeconds >= Int64(limit) else { continue }
+                if Subprocess.run(["fusermount3", "-u", "-q", mountpoint]) == 0 {
+                    mounted.log(.notice, "idle for \(limit) s: unmounted \(mountpoint) to lock the vault")
                     return
                 }
+                mounted.touch()
             }
         }
         var thread = pthread_t()

@@ -67,7 +67,7 @@ public struct Pattern: Equatable {
     public static let minimumCells = 4
 
     public init(rows: Int = 4, columns: Int = 4, cells: [Int]) throws {
-        guard (2...9).contains(rows), (2...9).contains(columns) else {
+        guard Pattern.gridSizes.contains(rows), Pattern.gridSizes.contains(columns) else {
             throw CredentialError.invalidPattern("grid must be 2×2 to 9×9")
         }
         guard cells.count >= Pattern.minimumCells else {
@@ -82,18 +82,28 @@ public struct Pattern: Equatable {
         self.cells = cells
     }
 
-    /// Parses the text form `a1-b2-c3-d4` (case and surrounding spaces ignored).
+    /// Parses the text form `a1-b2-c3-d4` (case and surrounding spaces ignored). The errors never
+    /// repeat any part of the text: it is a credential.
     public init(text: String, rows: Int = 4, columns: Int = 4) throws {
+        // Checked before any arithmetic on them: they come from a header nothing has authenticated yet.
+        guard Pattern.gridSizes.contains(rows), Pattern.gridSizes.contains(columns) else {
+            throw CredentialError.invalidPattern("grid must be 2×2 to 9×9")
+        }
+        let lastColumn = UInt8(ascii: "a") + UInt8(columns) - 1, lastRow = UInt8(ascii: "1") + UInt8(rows) - 1
         var cells: [Int] = []
         for part in text.split(separator: "-") {
             let p = Array(part.trimmingSpaces.lowercased().utf8)
-            guard p.count == 2, (97..<97 + UInt8(columns)).contains(p[0]), (49..<49 + UInt8(rows)).contains(p[1]) else {
-                throw CredentialError.invalidPattern("'\(part.trimmingSpaces)' is not a cell between a1 and \(Character(UnicodeScalar(96 + UInt8(columns))))\(rows)")
+            guard p.count == 2, (UInt8(ascii: "a")...lastColumn).contains(p[0]), (UInt8(ascii: "1")...lastRow).contains(p[1]) else {
+                throw CredentialError.invalidPattern(
+                    "the pattern is not a list of cells from a1 to \(Character(UnicodeScalar(lastColumn)))\(Character(UnicodeScalar(lastRow))) joined by '-'")
             }
-            cells.append(Int(p[1] - 49) * columns + Int(p[0] - 97))
+            cells.append(Int(p[1] - UInt8(ascii: "1")) * columns + Int(p[0] - UInt8(ascii: "a")))
         }
         try self.init(rows: rows, columns: columns, cells: cells)
     }
+
+    /// The grid sizes a pattern may have (rows and columns alike).
+    public static let gridSizes = 2...9
 
     /// The canonical text form.
     public var text: String {

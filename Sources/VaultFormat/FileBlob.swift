@@ -32,7 +32,11 @@ public final class FileBlob {
     public let chunkSize: Int
     public var slotSize: Int { chunkSize + FileBlob.chunkOverhead }
     private let fd: FileDescriptor
-    private let contentKey: SecureBytes
+    /// The file's random key. Wiped by `wipeKey` when the vault locks, even while handles the kernel
+    /// still holds keep this blob alive; after that every seal and open throws `locked`.
+    let contentKey: SecureBytes
+    /// Set once, by `wipeKey`, while no operation runs (the vault is locking).
+    private var keyWiped = false
     /// A new blob's sealed header, held back until the blob is first written (it then goes out with
     /// the first chunks in one system call): a small file's create and close cost one write to the
     /// host, not two. While it is held back the blob is empty on disk. Guarded by `headerLock`.
@@ -61,21 +65,26 @@ public final class FileBlob {
 
     /// Creates the blob with a fresh content key and an empty stream. With `deferHeader` the header
     /// reaches the disk with the first write, or at `writeHeldBackHeader`, whichever comes first.
-    public static func create(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+    public static func create(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
                               chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
                               deferHeader: Bool = false) throws -> FileBlob {
-        let fd = try FileDescriptor(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+        let fd = try file.open(flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
-        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
+        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
         let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
                                            name: name, mimeType: mimeType, version: version)
-        if deferHeader { blob.unwrittenHeader = header } else { try fd.write(header, at: 0) }
+        if deferHeader { blob.unwrittenHeader = header } else {
+            do { try fd.write(header, at: 0) } catch {
+                try? file.remove()  // an empty blob would be left for nobody (the disk was full)
+                throw error
+            }
+        }
         return blob
     }
 
     /// Whether the blob at `path` holds no bytes at all (a create whose header never reached the disk).
-    public static func isEmpty(path: String) throws -> Bool {
-        try FileDescriptor(path: path, flags: O_RDONLY).size() == 0
+    public static func isEmpty(file: AnchoredPath) throws -> Bool {
+        try file.open(flags: O_RDONLY).size() == 0
     }
 
     /// Writes a held-back header now (nothing if there is none).
@@ -96,10 +105,10 @@ public final class FileBlob {
 
     /// Opens and authenticates an existing blob's header; its content version must be `version`, or
     /// `version - 1` when `allowPreviousVersion` (a crash between the record and the header update).
-    public static func open(path: String, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+    public static func open(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
                             chunkSizeLog2: UInt8, writable: Bool, version: UInt64,
                             allowPreviousVersion: Bool = false) throws -> (FileBlob, HeaderInfo) {
-        let fd = try FileDescriptor(path: path, flags: writable ? O_RDWR : O_RDONLY)
+        let fd = try file.open(flags: writable ? O_RDWR : O_RDONLY)
         var head = [UInt8](repeating: 0, count: headerSize)
         let n = try head.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
         guard n == headerSize else { throw FormatError.damaged("file header truncated") }
@@ -107,6 +116,8 @@ public final class FileBlob {
         guard Array(head[0..<publicSize]) == expected else { throw FormatError.damaged("file header does not match its index record") }
         let nonce = Array(head[publicSize..<publicSize + 12])
         let sealed = Array(head[publicSize + 12..<headerSize])
+        // An ordinary array (secure storage of this size costs system calls on every open), wiped
+        // below; it is the only copy besides the key's own secure storage.
         var plain: [UInt8]
         do {
             plain = try AESGCM.open(sealed, using: headerKey, nonce: nonce,
@@ -114,7 +125,7 @@ public final class FileBlob {
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("file header fails authentication")
         }
-        defer { for i in plain.indices { plain[i] = 0 } }
+        defer { SecureBytes.cleanse(&plain) }
         var r = ByteReader(Array(plain[32...]), what: "file header")
         let found = try r.u64()
         guard found == version || (allowPreviousVersion && found + 1 == version) else {
@@ -123,7 +134,7 @@ public final class FileBlob {
         let name = try r.string()
         let mime = try r.string()
         let key = SecureBytes(copying: plain[0..<32])
-        let blob = FileBlob(path: path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
+        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
         return (blob, HeaderInfo(name: name, mimeType: mime, version: found))
     }
 
@@ -140,14 +151,21 @@ public final class FileBlob {
 
     private func sealedHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
                               name: String, mimeType: String, version: UInt64) throws -> [UInt8] {
+        guard !keyWiped else { throw FormatError.locked }
         let pub = FileBlob.publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
+        // Everything after the key, in an ordinary writer; the key goes straight from its secure
+        // storage into the secure plaintext, so no unwiped array ever holds it.
         var w = ByteWriter(capacity: FileBlob.headerPlaintextSize)
-        contentKey.withUnsafeBytes { w.raw($0) }
         w.u64(version)
         w.string(String(decoding: name.utf8.prefix(FileBlob.maximumName), as: UTF8.self))
         w.string(String(decoding: mimeType.utf8.prefix(FileBlob.maximumMIME), as: UTF8.self))
-        var plain = w.bytes + [UInt8](repeating: 0, count: FileBlob.headerPlaintextSize - w.bytes.count)
-        defer { for i in plain.indices { plain[i] = 0 } }
+        // Sized once, so nothing reallocates (and leaves a copy behind); wiped after sealing.
+        var plain = [UInt8](repeating: 0, count: FileBlob.headerPlaintextSize)
+        defer { SecureBytes.cleanse(&plain) }
+        plain.withUnsafeMutableBytes { p in
+            contentKey.withUnsafeBytes { k in _ = memcpy(p.baseAddress!, k.baseAddress!, k.count) }
+            w.bytes.withUnsafeBytes { rest in _ = memcpy(p.baseAddress! + contentKey.count, rest.baseAddress!, rest.count) }
+        }
         let nonce = try SecureRandom.bytes(12)
         let sealed = try AESGCM.seal(plain, using: headerKey, nonce: nonce,
                                      authenticating: FileBlob.headerAAD(publicBytes: pub, vaultID: vaultID, inodeID: inodeID))
@@ -188,6 +206,7 @@ public final class FileBlob {
     public func readChunks(from first: Int, count: Int, finalIndex: Int, into plaintext: UnsafeMutableRawBufferPointer,
                            scratch: UnsafeMutableRawBufferPointer) throws {
         precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
+        guard !keyWiped else { throw FormatError.locked }
         let slots = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count * slotSize])
         let n = try fd.read(into: slots, at: offset(ofChunk: first))
         do {
@@ -231,6 +250,7 @@ public final class FileBlob {
     public func sealChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
                            into slots: UnsafeMutableRawBufferPointer) throws {
         precondition(plaintext.count == count * chunkSize && slots.count >= count * slotSize)
+        guard !keyWiped else { throw FormatError.locked }
         // All the run's nonces from one call to the generator (each call has a fixed cost).
         var nonces = [UInt8](repeating: 0, count: count * 12)
         try nonces.withUnsafeMutableBytes { try SecureRandom.fill($0) }
@@ -265,6 +285,16 @@ public final class FileBlob {
                 try fd.write(run, at: offset(ofChunk: first))
             }
         }
+    }
+
+    /// The content key, masked, for a memory scan after lock (see `MemoryScan`).
+    public func maskedContentKey(label: String) -> MemoryScan.Masked { MemoryScan.Masked(label: label, contentKey) }
+
+    /// Wipes the content key now (the vault is locking); the blob is unusable afterwards. Call only
+    /// while no operation runs on it.
+    public func wipeKey() {
+        keyWiped = true
+        contentKey.wipe()
     }
 
     /// Starts writing chunks `first ..< first + count` to disk without waiting (see `FileDescriptor`).

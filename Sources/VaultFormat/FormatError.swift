@@ -2,6 +2,8 @@
 public enum FormatError: Error, Equatable, CustomStringConvertible {
     /// The directory holds no vault header.
     case notAVault(path: String)
+    /// The vault's directory does not exist.
+    case vaultMissing(path: String)
     /// The vault was written by a format version this build does not read.
     case unsupportedVersion(Int)
     /// A structure ended early or held an impossible value (what, and where).
@@ -14,12 +16,15 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
     case deviceMismatch
     /// The index is older than the newest generation this device has seen.
     case rollback(seen: UInt64, found: UInt64)
+    /// The vault was locked and its keys wiped while a file of it was still open.
+    case locked
     /// A KDF iteration count below the floor, without the testing override.
     case weakKDF(what: String, iterations: Int, minimum: Int)
 
     public var description: String {
         switch self {
         case let .notAVault(path): return "\(path) is not a Vaultaire vault (no vault.header)"
+        case let .vaultMissing(path): return "vault \(path) does not exist (no such local directory)"
         case let .unsupportedVersion(v): return "unsupported vault format version \(v) (this build reads version \(VaultHeader.formatVersion))"
         case let .malformed(what): return "vault data malformed: \(what)"
         case let .damaged(what): return "vault damaged: \(what)"
@@ -27,7 +32,9 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
         case .deviceMismatch:
             return "this vault was set up with another device salt (another machine or a reset keychain); open it with 'vaultaire recover'"
         case let .rollback(seen, found):
-            return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found)"
+            return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found) "
+                + "(if you restored an older copy on purpose, open it once with --accept-rollback)"
+        case .locked: return "the vault is locked (its keys are wiped)"
         case let .weakKDF(what, iterations, minimum):
             return "\(what) iterations \(iterations) are below the minimum \(minimum) (set VAULTAIRE_ALLOW_WEAK_KDF=1 only for tests)"
         }

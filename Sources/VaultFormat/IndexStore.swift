@@ -21,8 +21,11 @@ public final class IndexStore {
     static let journalHeaderSize = 4 + 2 + 16
     static let maximumRecord = 64 << 20
     static let maximumSnapshot = 1 << 30
+    /// The journal is read a window at a time, so that its size (which whoever can write the vault
+    /// directory controls) never decides how much memory a load takes: at most a window plus one record.
+    static let journalWindow = 1 << 20
 
-    public let directory: String
+    public let directory: AnchoredPath
     private let vaultID: [UInt8]
     private let key: SecureBytes
     private var journal: FileDescriptor?
@@ -35,10 +38,10 @@ public final class IndexStore {
     private var waiting: [IndexChange] = []
     public var hasDeferredChanges: Bool { !waiting.isEmpty }
 
-    var snapshotPath: String { directory + "/snapshot" }
-    var journalPath: String { directory + "/journal" }
+    var snapshotFile: AnchoredPath { directory.appending("snapshot") }
+    var journalFile: AnchoredPath { directory.appending("journal") }
 
-    public init(directory: String, vaultID: [UInt8], key: SecureBytes) {
+    public init(directory: AnchoredPath, vaultID: [UInt8], key: SecureBytes) {
         self.directory = directory
         self.vaultID = vaultID
         self.key = key
@@ -46,7 +49,7 @@ public final class IndexStore {
 
     /// Writes a fresh index holding `state`.
     public func create(_ state: IndexState) throws {
-        try FileSystem.makeDirectory(directory)
+        try directory.makeDirectory()
         try writeSnapshot(state, seq: 0)
         try startJournal()
     }
@@ -62,7 +65,7 @@ public final class IndexStore {
     public func load(forWriting: Bool) throws -> (IndexState, LoadReport) {
         var report = LoadReport()
         let snapshot: [UInt8]
-        do { snapshot = try FileSystem.readFile(snapshotPath, limit: IndexStore.maximumSnapshot) } catch let e as SystemError where e.errno == ENOENT {
+        do { snapshot = try snapshotFile.read(limit: IndexStore.maximumSnapshot) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index snapshot missing")
         }
         snapshotBytes = snapshot.count
@@ -71,29 +74,28 @@ public final class IndexStore {
 
         let flags = forWriting ? O_RDWR : O_RDONLY
         let fd: FileDescriptor
-        do { fd = try FileDescriptor(path: journalPath, flags: flags) } catch let e as SystemError where e.errno == ENOENT {
+        do { fd = try journalFile.open(flags: flags) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index journal missing")
         }
-        let bytes = try fd.readAll(limit: Int.max)
-        guard bytes.count >= IndexStore.journalHeaderSize, Array(bytes[0..<4]) == IndexStore.journalMagic else {
+        let reader = try WindowedReader(fd, window: IndexStore.journalWindow)
+        guard let head = try reader.bytes(at: 0, count: IndexStore.journalHeaderSize), Array(head[0..<4]) == IndexStore.journalMagic else {
             throw FormatError.damaged("index journal header")
         }
-        let journalVersion = Int(bytes[4]) | Int(bytes[5]) << 8
+        let journalVersion = Int(head[4]) | Int(head[5]) << 8
         guard journalVersion == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
-        guard Array(bytes[6..<22]) == vaultID else { throw FormatError.damaged("index journal belongs to another vault") }
+        guard Array(head[6..<22]) == vaultID else { throw FormatError.damaged("index journal belongs to another vault") }
         var offset = IndexStore.journalHeaderSize
-        while offset < bytes.count {
+        while offset < reader.size {
             let fixed = 4 + 8 + 12
-            guard bytes.count - offset >= fixed else { break }
-            var r = ByteReader(Array(bytes[offset..<offset + fixed]), what: "journal record")
+            guard let recordHead = try reader.bytes(at: offset, count: fixed) else { break }
+            var r = ByteReader(recordHead, what: "journal record")
             let length = Int(try r.u32())
             let seq = try r.u64()
             let nonce = try r.raw(12)
             guard length >= AESGCM.tagSize, length <= IndexStore.maximumRecord else {
                 throw FormatError.damaged("index journal record at byte \(offset) has impossible length")
             }
-            guard bytes.count - offset - fixed >= length else { break }
-            let sealed = Array(bytes[offset + fixed..<offset + fixed + length])
+            guard let sealed = try reader.bytes(at: offset + fixed, count: length) else { break }
             offset += fixed + length
             if seq <= snapshotSeq { continue }  // already in the snapshot (crash during compaction)
             guard seq == lastSeq + 1 else { throw FormatError.damaged("index journal skips from \(lastSeq) to \(seq)") }
@@ -108,13 +110,13 @@ public final class IndexStore {
             lastSeq = seq
             report.records += 1
         }
-        if offset < bytes.count {
-            report.notices.append("index journal ended in an incomplete record (interrupted write); \(bytes.count - offset) bytes dropped")
+        if offset < reader.size {
+            report.notices.append("index journal ended in an incomplete record (interrupted write); \(reader.size - offset) bytes dropped")
             if forWriting { try fd.truncate(to: offset); try fd.sync() }
         }
         journalBytes = offset
         if forWriting {
-            journal = try FileDescriptor(path: journalPath, flags: O_WRONLY | O_APPEND)
+            journal = try journalFile.open(flags: O_WRONLY | O_APPEND)
         }
         return (state, report)
     }
@@ -134,7 +136,12 @@ public final class IndexStore {
         let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
-        try journal.append(rec.bytes)
+        do { try journal.append(rec.bytes) } catch {
+            // A record cut short (the disk filled mid-write) would make every later record unreadable:
+            // take it back, so the journal ends where the last whole record ends.
+            try? journal.truncate(to: journalBytes)
+            throw error
+        }
         waiting = []
         lastSeq = seq
         journalBytes += rec.bytes.count
@@ -146,6 +153,14 @@ public final class IndexStore {
         try journal?.dataSync()
     }
 
+    /// Writes any deferred changes and returns the journal's descriptor, so that the caller can make it
+    /// durable (`dataSync`) after letting go of its lock: an fdatasync covers every record written
+    /// before it, whoever appends meanwhile. Nil for a read-only index.
+    public func flushForSync() throws -> FileDescriptor? {
+        try append([])
+        return journal
+    }
+
     /// Whether the journal has grown enough that a compaction pays off.
     public var wantsCompaction: Bool { journalBytes > max(4 << 20, snapshotBytes) }
 
@@ -155,7 +170,7 @@ public final class IndexStore {
         try append([])  // deferred changes are in `state` too; written first, they keep the sequence simple
         try writeSnapshot(state, seq: lastSeq)
         try startJournal()
-        journal = try FileDescriptor(path: journalPath, flags: O_WRONLY | O_APPEND)
+        journal = try journalFile.open(flags: O_WRONLY | O_APPEND)
     }
 
     public func close() { journal = nil }
@@ -174,7 +189,7 @@ public final class IndexStore {
         let sealed = try AESGCM.seal(state.encoded(), using: key, nonce: nonce,
                                      authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
         let file = head.bytes + nonce + sealed
-        try FileSystem.replaceFile(snapshotPath, with: file)
+        try snapshotFile.replace(with: file)
         snapshotSeq = seq
         snapshotBytes = file.count
     }
@@ -202,7 +217,37 @@ public final class IndexStore {
     private func startJournal() throws {
         var w = ByteWriter()
         w.raw(IndexStore.journalMagic); w.u16(UInt16(VaultHeader.formatVersion)); w.raw(vaultID)
-        try FileSystem.replaceFile(journalPath, with: w.bytes)
+        try journalFile.replace(with: w.bytes)
         journalBytes = w.bytes.count
+    }
+}
+
+/// Reads a file a window at a time: what a caller holds is bounded by the window and the largest
+/// span it asks for, whatever the file's size.
+final class WindowedReader {
+    private let fd: FileDescriptor
+    private let window: Int
+    /// The file's size when the reader was made (a journal is read before anyone appends to it).
+    let size: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    init(_ fd: FileDescriptor, window: Int) throws {
+        self.fd = fd
+        self.window = window
+        self.size = try fd.size()
+    }
+
+    /// `count` bytes at `offset`, or nil when the file ends first.
+    func bytes(at offset: Int, count: Int) throws -> [UInt8]? {
+        guard count >= 0, offset >= 0, count <= size - offset else { return nil }
+        if offset < start || offset + count > start + buffer.count {
+            start = offset
+            buffer = [UInt8](repeating: 0, count: min(size - offset, max(window, count)))
+            let n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: offset) }
+            buffer.removeLast(buffer.count - n)
+            guard n >= count else { return nil }
+        }
+        return Array(buffer[(offset - start)..<(offset - start + count)])
     }
 }

@@ -15,11 +15,12 @@ public final class KeySchedule {
     /// Seals thumbnails.
     public let thumbnail: SecureBytes
 
-    public init(master: SecureBytes) {
+    /// - Throws: `CryptoError` when OpenSSL fails a derivation (never a zero key).
+    public init(master: SecureBytes) throws {
         self.master = master
-        self.index = KeyDerivation.subkey(of: master, label: KeySchedule.indexLabel)
-        self.fileHeader = KeyDerivation.subkey(of: master, label: KeySchedule.headerLabel)
-        self.thumbnail = KeyDerivation.subkey(of: master, label: KeySchedule.thumbnailLabel)
+        self.index = try KeyDerivation.subkey(of: master, label: KeySchedule.indexLabel)
+        self.fileHeader = try KeyDerivation.subkey(of: master, label: KeySchedule.headerLabel)
+        self.thumbnail = try KeyDerivation.subkey(of: master, label: KeySchedule.thumbnailLabel)
     }
 
     /// Zeroes every key now (lock), without waiting for release.

@@ -11,10 +11,13 @@ public enum RecoveryPhrase {
 
     /// A fresh random phrase.
     public static func generate(words list: Wordlist) throws -> String {
-        var entropy = try SecureRandom.bytes(32)
-        defer { for i in entropy.indices { entropy[i] = 0 } }
-        let checksum = Digest.sha256(entropy)[0]
-        let bits = entropy + [checksum]
+        // Entropy and checksum in one array of its final size: no temporary copy (a concatenation
+        // or a growing append would leave one behind, unwiped).
+        var bits = [UInt8](repeating: 0, count: 33)
+        defer { SecureBytes.cleanse(&bits) }
+        try bits.withUnsafeMutableBytes { try SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) }
+        let checksum = try bits.withUnsafeBytes { try Digest.sha256(UnsafeRawBufferPointer(rebasing: $0[0..<32])) }[0]
+        bits[32] = checksum
         var words: [String] = []
         for w in 0..<wordCount {
             var index = 0
@@ -41,7 +44,7 @@ public enum RecoveryPhrase {
             throw RecoveryPhraseError.wrongWordCount(words.count)
         }
         var bits = [UInt8](repeating: 0, count: 33)
-        defer { for i in bits.indices { bits[i] = 0 } }
+        defer { SecureBytes.cleanse(&bits) }
         for (w, word) in words.enumerated() {
             guard let index = list.index[String(word)] else { throw RecoveryPhraseError.unknownWord(position: w + 1) }
             for b in 0..<11 where index >> (10 - b) & 1 == 1 {
@@ -49,7 +52,8 @@ public enum RecoveryPhrase {
                 bits[bit / 8] |= 1 << (7 - UInt8(bit % 8))
             }
         }
-        guard Digest.sha256(Array(bits[0..<32]))[0] == bits[32] else { throw RecoveryPhraseError.badChecksum }
+        let checksum = try bits.withUnsafeBytes { try Digest.sha256(UnsafeRawBufferPointer(rebasing: $0[0..<32])) }[0]
+        guard checksum == bits[32] else { throw RecoveryPhraseError.badChecksum }
         return SecureBytes(copying: Array(normalized.utf8))
     }
 }
@@ -82,7 +86,7 @@ public struct Wordlist {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw WordlistError.missing(path)
         }
-        guard Digest.sha256(Array(data)).hex == sha256 else { throw WordlistError.altered(path) }
+        guard try Digest.sha256(Array(data)).hex == sha256 else { throw WordlistError.altered(path) }
         let words = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
         guard words.count == 2048 else { throw WordlistError.altered(path) }
         var index: [String: Int] = [:]

@@ -81,7 +81,7 @@ public struct VaultHeader: Equatable {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         self.credential = CredentialEnvelope(
             kind: credential.kind, patternRows: UInt8(pattern?.rows ?? 0), patternColumns: UInt8(pattern?.columns ?? 0),
-            iterations: UInt32(iterations), saltID: VaultHeader.saltID(of: deviceSalt), nonce: try SecureRandom.bytes(12), sealed: [])
+            iterations: UInt32(iterations), saltID: try VaultHeader.saltID(of: deviceSalt), nonce: try SecureRandom.bytes(12), sealed: [])
         let vaultKey = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: iterations)
         self.credential.sealed = try AESGCM.sealSecret(master, using: vaultKey, nonce: self.credential.nonce, authenticating: credentialAAD)
         backup.iterations = UInt32(iterations)
@@ -99,7 +99,7 @@ public struct VaultHeader: Equatable {
     /// Opens the credential envelope; `deviceMismatch` when the salt is not the one the vault was set up with.
     public func unlock(credential: Credential, deviceSalt: SecureBytes) throws -> SecureBytes {
         try KDFPolicy.check(Int(self.credential.iterations), minimum: KDFPolicy.vaultIterations, what: "vault KDF")
-        guard VaultHeader.saltID(of: deviceSalt) == self.credential.saltID else { throw FormatError.deviceMismatch }
+        guard try VaultHeader.saltID(of: deviceSalt) == self.credential.saltID else { throw FormatError.deviceMismatch }
         let key = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: Int(self.credential.iterations))
         do {
             return try AESGCM.openSecret(self.credential.sealed, using: key, nonce: self.credential.nonce, authenticating: credentialAAD)
@@ -132,14 +132,14 @@ public struct VaultHeader: Equatable {
 
     /// Backup key = PBKDF2-HMAC-SHA512(credential, SHA-512(label ‖ vault ID)[0..<32], iterations).
     func backupKey(credential: Credential) throws -> SecureBytes {
-        let salt = Array(Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
+        let salt = Array(try Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
         return try PBKDF2.deriveSHA512(password: credential.secret, salt: salt, iterations: Int(backup.iterations))
     }
 
     /// A non-secret fingerprint of the device salt, so the wrong machine is told apart from a wrong credential.
-    public static func saltID(of salt: SecureBytes) -> [UInt8] {
+    public static func saltID(of salt: SecureBytes) throws -> [UInt8] {
         let bytes = salt.withUnsafeBytes { Array($0) }
-        return Array(Digest.sha256(Array(saltIDLabel.utf8) + bytes)[0..<8])
+        return Array(try Digest.sha256(Array(saltIDLabel.utf8) + bytes)[0..<8])
     }
 
     // MARK: Encoding
@@ -194,6 +194,27 @@ public struct VaultHeader: Equatable {
         recovery = RecoveryEnvelope(iterations: try r.u32(), salt: try r.raw(32), nonce: try r.raw(12), sealed: try r.raw(48))
         backup = BackupEnvelope(iterations: try r.u32(), nonce: try r.raw(12), sealed: try r.raw(48))
         try r.expectEnd()
+        try checkFields()
+    }
+
+    /// Every field is in its range before anything uses it: nothing in the header is authenticated
+    /// until an envelope opens, and the pattern grid sizes feed arithmetic.
+    private func checkFields() throws {
+        switch credential.kind {
+        case .passphrase:
+            guard credential.patternRows == 0, credential.patternColumns == 0 else {
+                throw FormatError.malformed("a passphrase vault's pattern grid must be 0×0")
+            }
+        case .pattern:
+            guard Pattern.gridSizes.contains(Int(credential.patternRows)), Pattern.gridSizes.contains(Int(credential.patternColumns)) else {
+                throw FormatError.malformed("pattern grid \(credential.patternColumns)×\(credential.patternRows) (2×2 to 9×9)")
+            }
+        }
+        for (what, count) in [("vault", credential.iterations), ("recovery", recovery.iterations), ("backup", backup.iterations)] {
+            guard (KDFPolicy.absoluteMinimum...KDFPolicy.maximum).contains(Int(count)) else {
+                throw FormatError.malformed("\(what) KDF iteration count \(count) (\(KDFPolicy.absoluteMinimum) to \(KDFPolicy.maximum))")
+            }
+        }
     }
 
     private init(vaultID: [UInt8], chunkSizeLog2: UInt8, credential: CredentialEnvelope, recovery: RecoveryEnvelope, backup: BackupEnvelope) {

@@ -9,24 +9,51 @@ import VaultSystem
 ///     VAULT/blobs/ab/cdef…    file contents (one blob per regular file)
 ///     VAULT/thumbs/ab/cdef…   optional thumbnails
 ///     VAULT/mount.lock        present while a process has the vault open for writing
+///
+/// Every file in it is reached through a descriptor of the vault directory (`AnchoredPath`): no
+/// symbolic link inside the vault is followed, and every vault file must be a regular file.
 public struct VaultLayout {
     public let root: String
+    private let anchor: Anchor
+
+    /// The vault directory's descriptor, opened at first use (a new vault's directory is made first).
+    private final class Anchor: @unchecked Sendable {
+        let root: String
+        let lock = Mutex()
+        var directory: DirectoryDescriptor?
+        init(root: String) { self.root = root }
+        func get() throws -> DirectoryDescriptor {
+            try lock.withLock {
+                if let directory { return directory }
+                let opened = try DirectoryDescriptor(path: root)
+                directory = opened
+                return opened
+            }
+        }
+    }
 
     public init(root: String) {
         var r = root
         while r.count > 1 && r.hasSuffix("/") { r.removeLast() }
         self.root = r
+        self.anchor = Anchor(root: r)
     }
 
+    /// The vault directory itself, by descriptor.
+    public func directory() throws -> DirectoryDescriptor { try anchor.get() }
+
+    public func headerFile() throws -> AnchoredPath { try directory().file(VaultHeader.fileName) }
+    public func indexDirectory() throws -> AnchoredPath { try directory().file("index") }
+    public func lockFile() throws -> AnchoredPath { try directory().file("mount.lock") }
+    public func blobFile(_ id: [UInt8]) throws -> AnchoredPath { try directory().file(fannedOut(id, under: "blobs")) }
+    public func thumbnailFile(_ id: [UInt8]) throws -> AnchoredPath { try directory().file(fannedOut(id, under: "thumbs")) }
+
+    /// Full paths, for messages and tests; the program itself opens through the `…File()` accessors.
     public var header: String { root + "/" + VaultHeader.fileName }
-    public var indexDirectory: String { root + "/index" }
+    public func blobPath(_ id: [UInt8]) -> String { root + "/" + fannedOut(id, under: "blobs") }
+    public func thumbnailPath(_ id: [UInt8]) -> String { root + "/" + fannedOut(id, under: "thumbs") }
     public var blobsDirectory: String { root + "/blobs" }
-    public var thumbsDirectory: String { root + "/thumbs" }
-    public var lockFile: String { root + "/mount.lock" }
-
-    public func blobPath(_ id: [UInt8]) -> String { fannedOut(id, under: blobsDirectory) }
-
-    public func thumbnailPath(_ id: [UInt8]) -> String { fannedOut(id, under: thumbsDirectory) }
+    public var lockPath: String { root + "/mount.lock" }
 
     /// `directory/ab/cdef…` for an ID in hex starting ab cd ef. Built byte by byte: it runs on every
     /// file created, opened or removed.
@@ -49,24 +76,28 @@ public struct VaultLayout {
     /// files a `mkdir` each (a third of a create's time). Thumbnails' come with their first one.
     public func createDirectories() throws {
         try FileSystem.makeDirectories(root)
-        for dir in [indexDirectory, blobsDirectory, thumbsDirectory] { try FileSystem.makeDirectory(dir) }
-        for first in UInt8.min...UInt8.max { try prepareParent(of: blobPath([first, 0])) }
+        let dir = try directory()
+        for name in ["index", "blobs", "thumbs"] { try dir.file(name).makeDirectory() }
+        for first in UInt8.min...UInt8.max { try prepareParent(of: blobFile([first, 0])) }
     }
 
-    /// Makes sure the fan-out directory for `path` exists (vaults made before the fan-out was created
+    /// Makes sure the fan-out directory for `file` exists (vaults made before the fan-out was created
     /// up front get theirs this way).
-    public func prepareParent(of path: String) throws {
-        try FileSystem.makeDirectory(FileSystem.parent(of: path))
+    public func prepareParent(of file: AnchoredPath) throws {
+        try file.parent.makeDirectory()
     }
 
     /// Reads and decodes the header; `notAVault` when there is none.
     public func readHeader() throws -> VaultHeader {
-        guard FileSystem.exists(header) else { throw FormatError.notAVault(path: root) }
-        return try VaultHeader(decoding: try FileSystem.readFile(header, limit: 1 << 16))
+        guard FileSystem.exists(root) else { throw FormatError.vaultMissing(path: root) }
+        guard FileSystem.isDirectory(root) else { throw FormatError.notAVault(path: root) }
+        let file = try headerFile()
+        guard try file.exists() else { throw FormatError.notAVault(path: root) }
+        return try VaultHeader(decoding: try file.read(limit: 1 << 16))
     }
 
     public func writeHeader(_ h: VaultHeader) throws {
-        try FileSystem.replaceFile(header, with: h.encoded())
+        try headerFile().replace(with: h.encoded())
     }
 
     /// Every blob identifier present on disk.

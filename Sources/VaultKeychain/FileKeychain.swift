@@ -7,6 +7,10 @@ import VaultSystem
 /// read, atomic replacement). It protects items from other users only; anyone who can read the
 /// user's files — root, a backup, a stolen unencrypted disk — can read them. Chosen explicitly, never
 /// as a fallback.
+///
+/// Items are reached through a descriptor of the directory, never through a symbolic link, and are
+/// opened before they are checked (no check-then-open race). Temporaries have names of their own per
+/// writer, created O_EXCL; the device salt is created first-writer-wins (link(2)).
 public final class FileKeychain: KeychainBackend {
     public let name = "file keychain"
     public let directory: String
@@ -22,48 +26,97 @@ public final class FileKeychain: KeychainBackend {
         return home + "/.local/share/vaultaire/keychain"
     }
 
-    private func path(_ item: KeychainItem) -> String { directory + "/" + item.account }
-
-    private func checkPrivate(_ path: String, directory isDir: Bool) throws {
-        guard let (mode, uid) = FileSystem.fileMode(path) else { return }
-        let kind = mode & S_IFMT
-        guard kind == (isDir ? S_IFDIR : S_IFREG) else { throw KeychainError.insecureStorage("\(path) is not a plain \(isDir ? "directory" : "file")") }
-        guard uid == getuid() else { throw KeychainError.insecureStorage("\(path) is owned by another user") }
-        guard mode & 0o077 == 0 else { throw KeychainError.insecureStorage("\(path) is readable by others (mode \(String(mode & 0o777, radix: 8)))") }
+    /// Owner and mode of an open item or of the directory: ours, and nothing for group or others.
+    private func checkPrivate(_ fd: FileDescriptor, directory isDir: Bool) throws {
+        var st = stat()
+        try retryingEINTR("fstat", path: fd.path) { fstat(fd.rawValue, &st) }
+        guard st.st_mode & S_IFMT == (isDir ? S_IFDIR : S_IFREG) else {
+            throw KeychainError.insecureStorage("\(fd.path) is not a plain \(isDir ? "directory" : "file")")
+        }
+        guard st.st_uid == getuid() else { throw KeychainError.insecureStorage("\(fd.path) is owned by another user") }
+        guard st.st_mode & 0o077 == 0 else {
+            throw KeychainError.insecureStorage("\(fd.path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8)))")
+        }
     }
 
-    private func ensureDirectory() throws {
-        let old = umask(0o077)
-        defer { umask(old) }
-        do { try FileSystem.makeDirectories(directory) } catch {
-            throw KeychainError.backendFailure("cannot create \(directory): \(error)")
+    /// The keychain directory, opened (not followed if it is a link) and checked.
+    private func openDirectory(creating: Bool) throws -> DirectoryDescriptor {
+        if creating {
+            let old = umask(0o077)
+            defer { umask(old) }
+            do { try FileSystem.makeDirectories(directory) } catch {
+                throw KeychainError.backendFailure("cannot create \(directory): \(error)")
+            }
         }
-        try checkPrivate(directory, directory: true)
+        if let (mode, _) = FileSystem.fileMode(directory), mode & S_IFMT != S_IFDIR {
+            throw KeychainError.insecureStorage("\(directory) is not a plain directory")
+        }
+        let dir: DirectoryDescriptor
+        do { dir = try DirectoryDescriptor(path: directory) } catch let e as SystemError where e.errno == ENOENT {
+            throw KeychainError.notFound
+        }
+        try checkPrivate(try dir.file("").openDirectory(), directory: true)
+        return dir
+    }
+
+    /// A temporary name no other writer uses: concurrent stores never share (or rename away) one.
+    private func temporaryName(for item: KeychainItem) throws -> String {
+        item.account + "." + (try SecureRandom.bytes(8)).map { String($0, radix: 16) }.joined() + ".tmp"
+    }
+
+    private func write(_ value: SecureBytes, to fd: FileDescriptor) throws {
+        try value.withUnsafeBytes { try fd.write($0, at: 0) }
     }
 
     public func store(_ item: KeychainItem, value: SecureBytes) throws {
-        try ensureDirectory()
-        let target = path(item)
-        let temp = target + ".tmp"
+        let dir = try openDirectory(creating: true)
+        let target = dir.file(item.account)
         do {
-            let fd = try FileDescriptor(path: temp, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
-            try value.withUnsafeBytes { try fd.write($0, at: 0) }
-            try fd.sync()
-            try retryingEINTR("rename", path: target) { rename(temp, target) }
-            try FileSystem.syncDirectory(directory)
+            try target.replace(temporaryName: try temporaryName(for: item)) { try write(value, to: $0) }
+        } catch let e as UnsafeFileError {
+            throw e
         } catch {
-            try? FileSystem.remove(temp)
-            throw KeychainError.backendFailure("cannot write \(target): \(error)")
+            throw KeychainError.backendFailure("cannot write \(target.path): \(error)")
+        }
+    }
+
+    /// Creates the item unless it exists: the value is written to a temporary of this writer's own
+    /// and linked to the item's name, which fails if another writer got there first. Returns the value
+    /// the keychain holds afterwards — the winner's.
+    public func createIfAbsent(_ item: KeychainItem, value: SecureBytes) throws -> SecureBytes {
+        let dir = try openDirectory(creating: true)
+        let target = dir.file(item.account)
+        let temporary = dir.file(try temporaryName(for: item))
+        do {
+            defer { try? temporary.remove() }
+            let fd = try temporary.createExclusive()
+            try write(value, to: fd)
+            try fd.sync()
+            do {
+                try target.link(from: temporary)
+            } catch let e as SystemError where e.errno == EEXIST {
+                return try get(item)  // another writer was first
+            }
+            try target.parent.sync()
+            return value
+        } catch let e as KeychainError {
+            throw e
+        } catch let e as UnsafeFileError {
+            throw e
+        } catch {
+            throw KeychainError.backendFailure("cannot create \(target.path): \(error)")
         }
     }
 
     public func get(_ item: KeychainItem) throws -> SecureBytes {
-        try checkPrivate(directory, directory: true)
-        let p = path(item)
-        guard FileSystem.fileMode(p) != nil else { throw KeychainError.notFound }
-        try checkPrivate(p, directory: false)
+        let dir = try openDirectory(creating: false)
+        let file = dir.file(item.account)
         do {
-            let fd = try FileDescriptor(path: p, flags: O_RDONLY | O_NOFOLLOW)
+            let fd: FileDescriptor
+            do { fd = try file.open(flags: O_RDONLY) } catch let e as SystemError where e.errno == ENOENT {
+                throw KeychainError.notFound
+            }
+            try checkPrivate(fd, directory: false)
             let size = try fd.size()
             guard size <= 4096 else { throw KeychainError.corruptItem(item.kind) }
             let out = SecureBytes(count: size)
@@ -72,14 +125,18 @@ public final class FileKeychain: KeychainBackend {
             return out
         } catch let e as KeychainError {
             throw e
+        } catch let e as UnsafeFileError {
+            throw e
         } catch {
-            throw KeychainError.backendFailure("cannot read \(p): \(error)")
+            throw KeychainError.backendFailure("cannot read \(file.path): \(error)")
         }
     }
 
     public func delete(_ item: KeychainItem) throws {
-        do { try FileSystem.remove(path(item)) } catch {
-            throw KeychainError.backendFailure("cannot delete \(path(item)): \(error)")
+        let dir: DirectoryDescriptor
+        do { dir = try openDirectory(creating: false) } catch KeychainError.notFound { return }
+        do { try dir.file(item.account).remove() } catch {
+            throw KeychainError.backendFailure("cannot delete \(directory)/\(item.account): \(error)")
         }
     }
 }

@@ -51,6 +51,9 @@ public protocol KeychainBackend: AnyObject {
     func get(_ item: KeychainItem) throws -> SecureBytes
     /// Removes `item`; removing an absent item is no error.
     func delete(_ item: KeychainItem) throws
+    /// Stores `value` under `item` only if there is none yet, atomically with respect to every other
+    /// process of this user; returns the value stored afterwards (another creator's, if it was first).
+    func createIfAbsent(_ item: KeychainItem, value: SecureBytes) throws -> SecureBytes
 }
 
 /// The keychain contract of seed 003, on top of a backend: size checks before the backend is touched,
@@ -91,17 +94,17 @@ public final class Keychain {
 
     // MARK: Device salt and generations
 
-    /// The device salt, created on first use.
+    /// The device salt, created on first use. Creation is first-writer-wins: two commands that find
+    /// no salt at the same moment both end up with the same one (the loser's would orphan its vault).
     public func deviceSalt(create: Bool) throws -> SecureBytes {
+        let salt: SecureBytes
         do {
-            let salt = try backend.get(.deviceSalt)
-            guard salt.count == 32 else { throw KeychainError.corruptItem("device salt") }
-            return salt
+            salt = try backend.get(.deviceSalt)
         } catch KeychainError.notFound where create {
-            let salt = try SecureBytes(randomCount: 32)
-            try backend.store(.deviceSalt, value: salt)
-            return salt
+            salt = try backend.createIfAbsent(.deviceSalt, value: try SecureBytes(randomCount: 32))
         }
+        guard salt.count == 32 else { throw KeychainError.corruptItem("device salt") }
+        return salt
     }
 
     /// The newest index generation recorded for a vault, or nil.

@@ -49,6 +49,17 @@ public final class SecretServiceKeychain: KeychainBackend {
         return buffer.slice(0..<length)
     }
 
+    /// Read-or-create under a lock all of this user's processes share (the Secret Service has no
+    /// create-if-absent of its own: a store replaces), then a re-read, so that concurrent creators
+    /// all end up with the first one's value.
+    public func createIfAbsent(_ item: KeychainItem, value: SecureBytes) throws -> SecureBytes {
+        try CreationLock.holding {
+            do { return try get(item) } catch KeychainError.notFound {}
+            try store(item, value: value)
+            return try get(item)
+        }
+    }
+
     public func delete(_ item: KeychainItem) throws {
         var message: UnsafeMutablePointer<CChar>?
         try check(vaultaire_secret_clear(item.account, mayPrompt ? 1 : 0, &message), message)

@@ -12,6 +12,12 @@ public final class FileDescriptor: @unchecked Sendable {
         self.rawValue = try retryingEINTR("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
+    /// Takes ownership of `rawValue`, already open (see `AnchoredPath`).
+    public init(adopting rawValue: Int32, path: String) {
+        self.path = path
+        self.rawValue = rawValue
+    }
+
     deinit { _ = Glibc.close(rawValue) }
 
     /// Reads exactly `count` bytes at `offset` unless the file ends first; returns how many were read.
@@ -88,6 +94,12 @@ public final class FileDescriptor: @unchecked Sendable {
         var st = stat()
         try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
         return Int(st.st_size)
+    }
+
+    public func isDirectory() throws -> Bool {
+        var st = stat()
+        try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
+        return st.st_mode & S_IFMT == S_IFDIR
     }
 
     public func truncate(to size: Int) throws {

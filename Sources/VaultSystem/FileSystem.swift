@@ -6,6 +6,12 @@ internal import CSystemShims
 public enum FileSystem {
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Whether anything is at `path`, a dangling symlink included.
+    public static func lexists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
     public static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
@@ -15,16 +21,11 @@ public enum FileSystem {
         try FileDescriptor(path: path, flags: O_RDONLY).readAll(limit: limit)
     }
 
-    /// Atomically replaces `path` with `bytes` (mode `mode`), durable once this returns.
+    /// Atomically replaces `path` with `bytes` (mode `mode`), durable once this returns; the file and
+    /// its temporary are reached through no symbolic link (see `AnchoredPath.replace`).
     public static func replaceFile(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
-        let temp = path + ".tmp"
-        do {
-            let fd = try FileDescriptor(path: temp, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
-            try fd.write(bytes, at: 0)
-            try fd.sync()
-        }
-        try retryingEINTR("rename", path: path) { rename(temp, path) }
-        try syncDirectory(containing: path)
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        try DirectoryDescriptor(path: parent(of: path)).file(name).replace(with: bytes, mode: mode)
     }
 
     public static func syncDirectory(containing path: String) throws {

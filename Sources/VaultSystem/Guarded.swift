@@ -1,10 +1,15 @@
 import Glibc
 
-/// A value behind a mutex: the only way to reach it is `withLock`. (VaultCrypto has its own
-/// `Locked`; tests that import both modules @testable would find two of one name.)
-final class Guarded<Value>: @unchecked Sendable {  // the mutex guards every access to `value`
+/// A value behind a mutex: the only way to reach it is `withLock`, so nothing can touch it unlocked.
+/// (VaultCrypto has its own small `Locked` for its registries; this one is the public one.)
+public final class Guarded<Value>: @unchecked Sendable {  // the mutex guards every access to `value`
     private var value: Value
     private let mutex = Mutex()
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try mutex.withLock { try body(&value) } }
+
+    public init(_ value: Value) { self.value = value }
+
+    @inline(__always)
+    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        try mutex.withLock { try body(&value) }
+    }
 }

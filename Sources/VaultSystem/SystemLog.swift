@@ -22,8 +22,9 @@ public enum SystemLog {
     }
 
     private static let state = Guarded(false)
-    /// openlog(3) keeps the pointer: this one lives as long as the process.
-    private static let identifier = strdup("vaultaire")
+    /// openlog(3) keeps the pointer: this one lives as long as the process. Never written after it is
+    /// made, so sharing it between threads is safe.
+    nonisolated(unsafe) private static let identifier = strdup("vaultaire")
 
     /// From now on messages go to syslog, facility LOG_USER, tagged "vaultaire[PID]". The
     /// corresponding C function is `openlog`.
@@ -44,7 +45,7 @@ public enum SystemLog {
         if isUsingSyslog {
             line.withCString { text in withVaList([text]) { vsyslog(level.priority, "%s", $0) } }
         } else {
-            _ = "vaultaire: \(line)\n".withCString { fputs($0, stderr) }
+            StandardError.write("vaultaire: \(line)\n")
         }
     }
 

@@ -13,6 +13,8 @@ enum CommonOptions {
                                             help: "Run COMMAND with /bin/sh -c and take the credential from its standard output (one trailing newline stripped).")
     static let keychain = CommandSpec.Option(long: "keychain", short: nil, valueName: "backend",
                                              help: "Keychain backend: secret-service or file (or VAULTAIRE_KEYCHAIN).")
+    static let acceptRollback = CommandSpec.Option(long: "accept-rollback", short: nil, valueName: nil,
+                                                   help: "Accept an older copy of the vault (restored on purpose) once the credential is verified.")
     static let remember = CommandSpec.Option(long: "remember", short: nil, valueName: nil,
                                              help: "Remember the master key in the keychain for credential-free unlocks on this machine.")
 }
@@ -51,14 +53,25 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
 /// The master key: remembered in the keychain when it is there, else from the credential (which is
 /// returned too, for callers that check more envelopes with it).
 func obtainMasterKey(_ args: ParsedArguments, vault path: String, keychain: Keychain) throws -> (master: SecureBytes, credential: Credential?) {
-    let header = try VaultAccess.readHeader(at: path)
+    let header = try readVaultHeader(path)
     if args.value("passphrase-file") == nil && args.value("extpass") == nil {
         do { return (try keychain.getMasterKey(for: header.vaultID), nil) } catch KeychainError.notFound {
             // Not remembered: ask for the credential.
         }
     }
     let credential = try currentCredential(args, header: header)
-    return (try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain), credential)
+    do {
+        return (try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain), credential)
+    } catch FormatError.wrongCredential {
+        // If the backup envelope opens with the same credential, the credential is right and the
+        // credential envelope is what is wrong: say so, instead of sending the owner guessing.
+        if let master = try? header.unlockWithBackupKey(credential: credential) {
+            master.wipe()
+            throw FormatError.damaged("vault.header: the credential envelope fails authentication although the credential is "
+                                      + "right; open the vault with 'vaultaire recover' (the recovery phrase) to rewrite it")
+        }
+        throw FormatError.wrongCredential
+    }
 }
 
 /// Unlocks and opens a vault, printing any recovery notices on stderr. `credentialUsed` sees the
@@ -68,9 +81,19 @@ func openVault(_ args: ParsedArguments, readOnly: Bool, credentialUsed: ((Creden
     let keychain = try selectKeychain(args)
     let (master, credential) = try obtainMasterKey(args, vault: path, keychain: keychain)
     if let credential { credentialUsed?(credential) }
-    let vault = try VaultAccess.open(at: path, master: master, keychain: keychain, readOnly: readOnly)
-    for notice in vault.notices { printError("Notice: \(notice)") }
+    let vault = try VaultAccess.open(at: path, master: master, keychain: keychain, readOnly: readOnly,
+                                     acceptRollback: args.has("accept-rollback"))
+    reportOpening(vault)
     return vault
+}
+
+/// What opening found: repairs as notices, an accepted rollback as a warning.
+func reportOpening(_ vault: UnlockedVault) {
+    if let (seen, found) = vault.acceptedRollback {
+        printError("Warning: accepted an older copy of the vault: this device had seen generation \(seen), this copy holds "
+                   + "\(found); changes made after the copy was taken are not in it")
+    }
+    for notice in vault.notices { printError("Notice: \(notice)") }
 }
 
 /// Unlocks, runs `body`, then locks: a failure to persist at lock is reported like any other error.

@@ -10,7 +10,7 @@ enum ExitCode: Int32 {
     case success = 0
     case failure = 1
     case notAVault = 6
-    /// The credential could not be read: its file is missing or unreadable, or `--extpass` failed.
+    /// No credential came: its file or standard input was empty or too long, or `--extpass` failed.
     case credentialUnavailable = 9
     case wrongCredential = 12
     case damaged = 13
@@ -22,7 +22,11 @@ enum ExitCode: Int32 {
     case busy = 19
     case rollback = 20
     case mountFailed = 21
+    /// A vault or keychain file is a symbolic link or not a regular file.
+    case unsafeFile = 22
     case usage = 64
+    /// A local file (not one inside the vault) or the vault directory itself does not exist.
+    case localFileMissing = 66
     case ioError = 74
     case permissionDenied = 77
 }
@@ -46,12 +50,14 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as FormatError:
         switch e {
         case .notAVault: return ("Error: \(e)", .notAVault)
+        case .vaultMissing: return ("Error: \(e)", .localFileMissing)
         case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
         case .malformed, .damaged: return ("Error: \(e)", .damaged)
         case .wrongCredential: return ("Error: wrong credential", .wrongCredential)
         case .deviceMismatch: return ("Error: \(e)", .deviceMismatch)
         case .rollback: return ("Error: \(e)", .rollback)
         case .weakKDF: return ("Error: \(e)", .usage)
+        case .locked: return ("Error: \(e)", .failure)
         }
     case let e as KeychainError:
         switch e {
@@ -63,10 +69,15 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as CredentialError: return ("Error: \(e)", .usage)
     case let e as RecoveryPhraseError: return ("Error: \(e)", .wrongCredential)
     case let e as WordlistError: return ("Error: \(e)", .failure)
+    case let e as UnsafeFileError:
+        return ("Error: \(e)", .unsafeFile)
+    case let e as DamagedFile:
+        return ("Error: vault damaged: \(e)", .damaged)
     case let e as FSError:
         return ("Error: \(e)", exitCode(forErrno: e.errno))
     case let e as SystemError:
-        return ("Error: \(e)", exitCode(forErrno: e.errno))
+        // The host failed (a full disk, an I/O error): not damage.
+        return ("Error: \(e)", hostExitCode(e.errno))
     case let e as CryptoError:
         return ("Error: \(e)", .failure)
     default:
@@ -80,7 +91,7 @@ func exitCode(forErrno e: Int32) -> ExitCode {
     case EEXIST, ENOTEMPTY: return .alreadyExists
     case EACCES, EPERM, EROFS: return .permissionDenied
     case EBUSY: return .busy
-    case EIO: return .damaged
+    // Damage is typed (FormatError.damaged, DamagedFile); an EIO errno is the host's, or a locked vault.
     default: return .ioError
     }
 }

@@ -71,5 +71,5 @@ var standardErrorIsTerminal: Bool { isatty(2) == 1 }
 
 func printError(_ line: String) {
     let text = line.hasSuffix("\n") ? line : line + "\n"
-    _ = text.withCString { fputs($0, stderr) }
+    StandardError.write(text)
 }

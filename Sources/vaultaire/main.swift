@@ -2,7 +2,7 @@ import Glibc
 import VaultSystem
 
 /// Every command, by name, with its spec and entry point.
-let commands: [(spec: CommandSpec, run: (ParsedArguments) throws -> Void)] = [
+nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) throws -> Void)] = [
     (InitCommand.spec, InitCommand.run),
     (MountCommand.spec, MountCommand.run),
     (UnmountCommand.spec, UnmountCommand.run),
@@ -35,8 +35,25 @@ let overview = """
 
     """
 
+/// Vault names are UTF-8. An argument that is not (a local file named in another encoding) would reach
+/// the program with its bad bytes replaced, so that two different names could become one: refuse it.
+func firstArgumentNotUTF8() -> String? {
+    for i in 1..<Int(CommandLine.argc) {
+        guard let raw = CommandLine.unsafeArgv[i], String(validatingCString: raw) == nil else { continue }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
+        let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined()
+        return "argument \(i) ('\(shown)') is not valid UTF-8; names inside a vault are UTF-8: rename the local file, "
+            + "or give the vault path as UTF-8"
+    }
+    return nil
+}
+
 func main() -> Int32 {
     _ = FileSystem.disableCoreDumps()
+    if let problem = firstArgumentNotUTF8() {
+        printError("Error: \(problem)")
+        return ExitCode.usage.rawValue
+    }
     var argv = Array(CommandLine.arguments.dropFirst())
     guard let name = argv.first else {
         printError(overview)
@@ -70,6 +87,7 @@ func main() -> Int32 {
 
 /// Parses `argv` for `spec` and runs the command; errors become one line and an exit code.
 func run(_ spec: CommandSpec, _ body: (ParsedArguments) throws -> Void, _ argv: [String]) -> Int32 {
+    defer { WeakKDFWarning.printIfNoted() }
     do {
         let args = try spec.parse(argv)
         try body(args)

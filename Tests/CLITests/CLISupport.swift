@@ -23,6 +23,10 @@ final class CLIWorld {
         let status: Int32
         let stdout: String
         let stderr: String
+        /// The lines of stderr other than the weak-KDF warning every command prints for the test
+        /// vaults (made with small counts), which `weakKDFWarnings` counts.
+        var errorLines: [Substring] { stderr.split(separator: "\n").filter { !$0.hasPrefix(weakKDFWarningPrefix) } }
+        var weakKDFWarnings: Int { stderr.split(separator: "\n").filter { $0.hasPrefix(weakKDFWarningPrefix) }.count }
     }
 
     func file(_ name: String, _ contents: String) -> String {

@@ -37,7 +37,7 @@ final class CrashTests: XCTestCase {
             let v = try w.run(["verify", vault, "--passphrase-file", pw], expect: nil)
             XCTAssertEqual(v.status, 0, "trial \(trial): verify after kill: \(v.stdout) \(v.stderr)")
             for (path, data) in committed {
-                try w.run(["get", vault, path, w.root + "/out", "--passphrase-file", pw])
+                try w.run(["get", vault, path, w.root + "/out", "--force", "--passphrase-file", pw])
                 XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: w.root + "/out")), data, "trial \(trial): \(path)")
             }
         }

@@ -63,12 +63,13 @@ final class ProgressTests: XCTestCase {
     }
 
     func testNothingWhenStandardErrorIsNotATerminal() throws {
+        // (Standard error still carries the warning about the tests' weak KDF counts.)
         let put = try w.run(["put", vault, big, "/big.bin", "--passphrase-file", pw])
-        XCTAssertEqual(put.stderr, "")
+        XCTAssertFalse(put.stderr.contains("\r") || put.stderr.contains("MiB"), put.stderr)
         let get = try w.run(["get", vault, "/big.bin", w.root + "/back.bin", "--passphrase-file", pw])
-        XCTAssertEqual(get.stderr, "")
+        XCTAssertFalse(get.stderr.contains("\r") || get.stderr.contains("MiB"), get.stderr)
         let verify = try w.run(["verify", vault, "--passphrase-file", pw])
-        XCTAssertEqual(verify.stderr, "")
+        XCTAssertFalse(verify.stderr.contains("\r") || verify.stderr.contains("files ("), verify.stderr)
     }
 
     func testAPipeOfUnknownLengthShowsBytesWithoutATotal() throws {

@@ -14,6 +14,10 @@ final class CountingBackend: KeychainBackend {
     func store(_ item: KeychainItem, value: SecureBytes) throws { calls += 1; try inner.store(item, value: value) }
     func get(_ item: KeychainItem) throws -> SecureBytes { calls += 1; return try inner.get(item) }
     func delete(_ item: KeychainItem) throws { calls += 1; try inner.delete(item) }
+    func createIfAbsent(_ item: KeychainItem, value: SecureBytes) throws -> SecureBytes {
+        calls += 1
+        return try inner.createIfAbsent(item, value: value)
+    }
 }
 
 /// The K_master contract of seed 003 against a real gnome-keyring-daemon in a private D-Bus session
@@ -134,5 +138,35 @@ final class SecretServiceTests: XCTestCase {
         let everything = cli.outputs.joined(separator: "\n")
         for form in forms { XCTAssertFalse(everything.contains(form), "a secret reached the output") }
         try keychain.deleteMasterKey(for: vaultID)
+    }
+
+    /// Many `vaultaire init` at once with no device salt in the Secret Service (issue 22, finding 3):
+    /// the read-or-create runs under a lock, so all of them use the first one's salt and every vault opens.
+    func testConcurrentInitsOnAnEmptySecretServiceAllOpen() throws {
+        let root = "/tmp/vaultaire-ss-race-\(getpid())"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var env = ProcessInfo.processInfo.environment
+        env["VAULTAIRE_KEYCHAIN"] = nil
+        env["VAULTAIRE_ALLOW_WEAK_KDF"] = "1"
+        let cli = ProcessRunner(environment: env, scratch: root)
+        _ = FileManager.default.createFile(atPath: root + "/pw", contents: Data("secret service passphrase\n".utf8))
+        let bin = ProcessRunner.vaultaireBinary
+        let keychain = Keychain(backend: SecretServiceKeychain(mayPrompt: false))
+        for round in 0..<2 {
+            try keychain.delete(.deviceSalt)  // an empty keychain (the vaults of earlier tests are gone)
+            let pids = try (0..<6).map { i in
+                try cli.spawn(bin, ["init", root + "/v\(round)-\(i)", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
+                                    "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/p\(round)-\(i)"],
+                              stderr: root + "/err\(round)-\(i)")
+            }
+            for (i, pid) in pids.enumerated() {
+                XCTAssertEqual(ProcessRunner.wait(pid), 0, (try? String(contentsOfFile: root + "/err\(round)-\(i)", encoding: .utf8)) ?? "")
+            }
+            for i in 0..<pids.count {
+                let r = try cli.run(bin, ["ls", root + "/v\(round)-\(i)", "--passphrase-file", root + "/pw"])
+                XCTAssertEqual(r.status, 0, "round \(round), vault \(i): \(r.stderr)")
+            }
+        }
     }
 }

@@ -10,9 +10,8 @@ final class ConcurrencyTests: MountTestCase {
         let root = mv.mountpoint
         let record = 4096, records = 64
         let group = DispatchGroup()
-        let failures = NSLock()
-        var problems: [String] = []
-        func problem(_ s: String) { failures.lock(); problems.append(s); failures.unlock() }
+        let problems = Shared<[String]>([])
+        let problem: @Sendable (String) -> Void = { s in problems.withLock { $0.append(s) } }
 
         // Each record is filled with one byte: (writer id × 16 + generation) — a reader can tell whole from torn.
         for w in 0..<4 {
@@ -53,7 +52,7 @@ final class ConcurrencyTests: MountTestCase {
             }.start()
         }
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
-        XCTAssertEqual(problems, [])
+        XCTAssertEqual(problems.current, [])
         for w in 0..<4 {
             let data = try XCTUnwrap(FileManager.default.contents(atPath: root + "/w\(w)"))
             XCTAssertEqual(data.count, record * records)
@@ -74,14 +73,13 @@ final class ConcurrencyTests: MountTestCase {
             XCTAssertTrue(FileManager.default.createFile(atPath: mv.mountpoint + "/r\(i)", contents: Data(bytes)))
         }
         let group = DispatchGroup()
-        let failures = NSLock()
-        var problems: [String] = []
+        let problems = Shared<[String]>([])
         for i in 0..<4 {
             group.enter()
             Thread { [mountpoint = mv.mountpoint] in
                 defer { group.leave() }
                 let fd = open(mountpoint + "/r\(i)", O_RDONLY)
-                guard fd >= 0 else { failures.lock(); problems.append("open r\(i): \(errno)"); failures.unlock(); return }
+                guard fd >= 0 else { problems.withLock { $0.append("open r\(i): \(errno)") }; return }
                 defer { close(fd) }
                 var buffer = [UInt8](repeating: 0, count: size)
                 for _ in 0..<60 {
@@ -90,14 +88,14 @@ final class ConcurrencyTests: MountTestCase {
                     let length = Int.random(in: 1...(size - offset))
                     let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
                     if n != length || !buffer[0..<length].elementsEqual(contents[i][offset..<offset + length]) {
-                        failures.lock(); problems.append("r\(i) at \(offset)+\(length): got \(n) bytes, not the file's"); failures.unlock()
+                        problems.withLock { $0.append("r\(i) at \(offset)+\(length): got \(n) bytes, not the file's") }
                         return
                     }
                 }
             }.start()
         }
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
-        XCTAssertEqual(problems, [])
+        XCTAssertEqual(problems.current, [])
         try mv.unmount()
     }
 

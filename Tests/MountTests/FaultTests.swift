@@ -6,14 +6,7 @@ final class FaultTests: MountTestCase {
     /// A full backing store: writes fail with ENOSPC, the index stays sound, the vault opens and
     /// verifies, and once space is freed work goes on.
     func testFullBackingStore() throws {
-        let small = mv.root + "/small"
-        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        let mounted = try mv.execute("/bin/mount", ["-t", "tmpfs", "-o", "size=24m", "tmpfs", small])
-        guard mounted.status == 0 else {
-            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" { XCTFail("cannot mount a tmpfs: \(mounted.stderr)") }
-            throw XCTSkip("cannot mount a tmpfs here: \(mounted.stderr)")
-        }
-        defer { _ = try? mv.execute("/bin/umount", ["-l", small]) }
+        let small = try mv.smallDisk(megabytes: 24, test: self)
         let vault = small + "/vault"
         try mv.vaultaire(["init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
                           "--recovery-iterations", "1000", "--recovery-phrase-out", mv.root + "/phrase2"])
@@ -39,9 +32,7 @@ final class FaultTests: MountTestCase {
         try mv.mount()
         let root = mv.mountpoint
         let deadline = Date().addingTimeInterval(4)
-        let lock = NSLock()
-        var operations = 0, errors = 0
-        var expected: [String: [UInt8]] = [:]
+        let totals = Shared((operations: 0, errors: 0, expected: [String: [UInt8]]()))
         let group = DispatchGroup()
         for worker in 0..<8 {
             group.enter()
@@ -60,10 +51,11 @@ final class FaultTests: MountTestCase {
                     }
                     ops += 1
                 }
-                lock.lock(); operations += ops; errors += errs; expected.merge(mine) { $1 }; lock.unlock()
+                totals.withLock { $0.operations += ops; $0.errors += errs; $0.expected.merge(mine) { $1 } }
             }.start()
         }
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
+        let (operations, errors, expected) = totals.current
         print("load: 8 workers, \(operations) operations, \(errors) errors")
         XCTAssertEqual(errors, 0)
         XCTAssertGreaterThan(operations, 8)

@@ -19,13 +19,20 @@ final class IoUringTests: MountTestCase {
 
     var workload: String { """
         head -c 5000000 /dev/urandom > '\(mv.root)/big'
-        cp '\(mv.root)/big' big && cmp big '\(mv.root)/big'
+        cp '\(mv.root)/big' big
+        cmp big '\(mv.root)/big'
         dd if=/dev/urandom of=big bs=4096 seek=300 count=3 conv=notrunc status=none
-        cmp -s big '\(mv.root)/big' && { echo "the overwrite did not land"; exit 1; }
+        if cmp -s big '\(mv.root)/big'; then echo "the overwrite did not land"; exit 1; fi
         dd if=big of=/dev/null bs=1M status=none
-        mkdir -p tree/a tree/b && for i in $(seq 200); do echo "file $i" > tree/a/$i; done
-        tar -cf t.tar tree && mkdir copy && tar -C copy -xf t.tar && diff -r tree copy/tree
-        mv copy/tree/a copy/tree/c && ls -lR copy > /dev/null && rm -rf copy t.tar
+        mkdir -p tree/a tree/b
+        for i in $(seq 200); do echo "file $i" > tree/a/$i || exit 1; done
+        tar -cf t.tar tree
+        mkdir copy
+        tar -C copy -xf t.tar
+        diff -r tree copy/tree
+        mv copy/tree/a copy/tree/c
+        ls -lR copy > /dev/null
+        rm -rf copy t.tar
         python3 -c "import os; os.setxattr('big', 'user.tag', b'ring'); assert os.getxattr('big', 'user.tag') == b'ring'"
         sha256sum big > big.sum
         """ }
@@ -50,7 +57,11 @@ final class IoUringTests: MountTestCase {
         let device = try mv.ringActivity()
         XCTAssertEqual(device.workers, 0, "no io_uring workers with --no-io-uring")
         XCTAssertEqual(device.submissions, 0, "no rings with --no-io-uring")
-        try mv.shell("sha256sum -c big.sum > /dev/null && [ \"$(cat tree/a/200)\" = 'file 200' ] && [ ! -e copy ]")
+        try mv.shell("""
+            sha256sum -c big.sum > /dev/null
+            [ "$(cat tree/a/200)" = 'file 200' ]
+            [ ! -e copy ]
+            """)
         try mv.unmount()
         try mv.verify()
 

@@ -36,7 +36,8 @@ final class KillTests: MountTestCase {
               "$B" verify "$V" --passphrase-file "$PW" >/dev/null 2>&1 || { unverified=$((unverified+1)); echo "verify failed after trial $t"; }
             done
             echo "kill trials: $trials, fsynced files checked: $(wc -l < "$W/committed"), lost: $lost, failed verifications: $unverified"
-            [ $lost -eq 0 ] && [ $unverified -eq 0 ]
+            [ $lost -eq 0 ] || exit 6
+            [ $unverified -eq 0 ] || exit 7
             """
         let r = try mv.execute("/bin/bash", ["-c", script])
         print(r.stdout.split(separator: "\n").first { $0.hasPrefix("kill trials") } ?? "no summary")

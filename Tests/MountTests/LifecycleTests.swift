@@ -64,7 +64,10 @@ final class LifecycleTests: MountTestCase {
                 try: call(); raise SystemExit('extended attributes answered')
                 except OSError as e: assert e.errno == errno.EOPNOTSUPP, e
             "
-            echo more >> f && cp f g && cmp f g && [ "$(cat g)" = "$(printf 'data\nmore')" ]
+            echo more >> f
+            cp f g
+            cmp f g
+            [ "$(cat g)" = "$(printf 'data\nmore')" ]
             """)
         try mv.unmount()
         try mv.mount()

@@ -86,6 +86,19 @@ final class MountedVault {
         if isMounted { _ = try? execute("/bin/fusermount3", ["-uz", mountpoint]) }
     }
 
+    /// A tmpfs of `megabytes` at `root/small`, for a full disk; unmounted in the test's teardown.
+    func smallDisk(megabytes: Int, test: XCTestCase) throws -> String {
+        let small = root + "/small"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        let mounted = try execute("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", small])
+        guard mounted.status == 0 else {
+            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" { XCTFail("cannot mount a tmpfs: \(mounted.stderr)") }
+            throw XCTSkip("cannot mount a tmpfs here: \(mounted.stderr)")
+        }
+        test.addTeardownBlock { [runner] in _ = try? runner.run("/bin/umount", ["-l", small]) }
+        return small
+    }
+
     /// The vault's content blobs (the 33-character names under blobs/) and their sizes.
     func blobSizes() -> [(name: String, size: Int)] {
         let names = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }

@@ -9,22 +9,32 @@ final class OrdinaryToolsTests: MountTestCase {
     func toolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
         try mv.mount()
         // A source tree outside the vault to copy in.
-        try mv.execute("/bin/bash", ["-c", """
-            set -e; cd '\(mv.root)'; mkdir -p src/sub/deeper; echo 'top secret alpha' > src/a.txt; head -c 300000 /dev/urandom > src/sub/blob.bin
+        try mv.shell("""
+            cd '\(mv.root)'; mkdir -p src/sub/deeper; echo 'top secret alpha' > src/a.txt; head -c 300000 /dev/urandom > src/sub/blob.bin
             echo 'nested bravo' > src/sub/deeper/b.txt; ln -s a.txt src/link; chmod 640 src/a.txt
             touch -d '2001-02-03 04:05:06' src/a.txt; tar -C src -cf src.tar .
-            git init -q origin && echo 'charlie in git' > origin/readme && git -C origin add readme && \
-              git -C origin -c user.name=t -c user.email=t@e commit -qm first
-            """])
+            git init -q origin
+            echo 'charlie in git' > origin/readme
+            git -C origin add readme
+            git -C origin -c user.name=t -c user.email=t@e commit -qm first
+            """)
         let r = try mv.shell("""
-            cp -a ../src cp-a && diff -r ../src cp-a
-            [ "$(stat -c %a cp-a/a.txt)" = 640 ] && [ "$(stat -c %Y cp-a/a.txt)" = "$(stat -c %Y ../src/a.txt)" ]
+            cp -a ../src cp-a
+            diff -r ../src cp-a
+            [ "$(stat -c %a cp-a/a.txt)" = 640 ]
+            [ "$(stat -c %Y cp-a/a.txt)" = "$(stat -c %Y ../src/a.txt)" ]
             [ "$(readlink cp-a/link)" = a.txt ]
-            rsync -a ../src/ rsynced/ && diff -r ../src rsynced
-            mkdir untarred && tar -C untarred -xf ../src.tar && diff -r ../src untarred
-            git clone -q ../origin cloned && [ -z "$(git -C cloned status --porcelain)" ]
-            echo change >> cloned/readme && git -C cloned status --porcelain | grep -q 'M readme'
-            git -C cloned -c user.name=t -c user.email=t@e commit -qam second && git -C cloned fsck --no-progress >/dev/null 2>&1
+            rsync -a ../src/ rsynced/
+            diff -r ../src rsynced
+            mkdir untarred
+            tar -C untarred -xf ../src.tar
+            diff -r ../src untarred
+            git clone -q ../origin cloned
+            [ -z "$(git -C cloned status --porcelain)" ]
+            echo change >> cloned/readme
+            git -C cloned status --porcelain | grep -q 'M readme'
+            git -C cloned -c user.name=t -c user.email=t@e commit -qam second
+            git -C cloned fsck --no-progress >/dev/null 2>&1
             sqlite3 db.sqlite 'pragma journal_mode=wal; create table t(k integer primary key, v blob);'
             for i in $(seq 1 20); do sqlite3 db.sqlite "begin; insert into t(v) select randomblob(3000) from (select 1 union select 2 union select 3); commit;"; done
             sqlite3 db.sqlite 'update t set v = randomblob(100) where k % 3 = 0; delete from t where k % 5 = 0; vacuum;'
@@ -35,17 +45,26 @@ final class OrdinaryToolsTests: MountTestCase {
             python3 -c "import os; f=open('doc.txt.swp','w'); f.write('version 2 delta\\n'); f.flush(); os.fsync(f.fileno()); f.close(); os.rename('doc.txt.swp','doc.txt')"
             [ "$(cat doc.txt)" = 'version 2 delta' ]
             dd if=/dev/urandom of=sparse bs=4096 count=2 seek=300 conv=fsync status=none
-            [ "$(stat -c %s sparse)" = $((302*4096)) ] && cmp -n 4096 sparse /dev/zero
+            [ "$(stat -c %s sparse)" = $((302*4096)) ]
+            cmp -n 4096 sparse /dev/zero
             python3 -c "import mmap; f=open('sparse','rb'); m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ); assert m[:4096]==bytes(4096); assert len(m)==302*4096"
             echo one > app.log; echo two >> app.log; [ "$(cat app.log)" = "$(printf 'one\\ntwo')" ]
             ( set -o noclobber; ! echo x > app.log ) 2>/dev/null
-            ln app.log hard.log && [ "$(stat -c %h app.log)" = 2 ] && rm app.log && [ "$(cat hard.log | wc -l)" = 2 ]
-            mkfifo fifo && [ -p fifo ]
+            ln app.log hard.log
+            [ "$(stat -c %h app.log)" = 2 ]
+            rm app.log
+            [ "$(cat hard.log | wc -l)" = 2 ]
+            mkfifo fifo
+            [ -p fifo ]
             python3 -c "import os; os.setxattr('hard.log','user.color',b'blue'); assert os.getxattr('hard.log','user.color')==b'blue'; assert 'user.color' in os.listxattr('hard.log')"
-            truncate -s 10 hard.log && [ "$(stat -c %s hard.log)" = 10 ]
+            truncate -s 10 hard.log
+            [ "$(stat -c %s hard.log)" = 10 ]
             find . -type f | wc -l
             du -s . > /dev/null
-            mkdir -p d1/d2 && mv d1 moved && [ -d moved/d2 ] && ! rmdir moved 2>/dev/null
+            mkdir -p d1/d2
+            mv d1 moved
+            [ -d moved/d2 ]
+            if rmdir moved 2>/dev/null; then exit 1; fi
             """)
         XCTAssertTrue(r.stdout.contains("48"), "sqlite row count: \(r.stdout)")
         try mv.unmount()
@@ -56,7 +75,11 @@ final class OrdinaryToolsTests: MountTestCase {
         XCTAssertEqual(grep.status, 1, "plaintext found in the vault directory: \(grep.stdout)")
         // Remount: everything is still there.
         try mv.mount()
-        try mv.shell("diff -r ../src cp-a && [ \"$(cat doc.txt)\" = 'version 2 delta' ] && [ \"$(sqlite3 db.sqlite 'pragma integrity_check')\" = ok ]")
+        try mv.shell("""
+            diff -r ../src cp-a
+            [ "$(cat doc.txt)" = 'version 2 delta' ]
+            [ "$(sqlite3 db.sqlite 'pragma integrity_check')" = ok ]
+            """)
         try mv.unmount()
     }
 
@@ -156,7 +179,8 @@ final class OrdinaryToolsTests: MountTestCase {
             window=$(cat /sys/class/bdi/$(mountpoint -d "$PWD")/read_ahead_kb)
             [ "$window" = 1024 ] || { echo "read_ahead_kb $window"; exit 1; }
             head -c $((40 * 1048576 + 12345)) /dev/urandom > ../stream.src
-            cp ../stream.src stream && sync
+            cp ../stream.src stream
+            sync
             echo 3 > /proc/sys/vm/drop_caches
             cmp stream ../stream.src
             echo 3 > /proc/sys/vm/drop_caches

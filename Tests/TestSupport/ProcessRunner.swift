@@ -8,6 +8,9 @@ public final class ProcessRunner {
         public let status: Int32
         public let stdout: String
         public let stderr: String
+        /// The lines of stderr other than the weak-KDF warning every command prints for the test
+        /// vaults (made with small counts).
+        public var errorLines: [Substring] { stderr.split(separator: "\n").filter { !$0.hasPrefix(weakKDFWarningPrefix) } }
     }
 
     public var environment: [String: String]
@@ -68,3 +71,6 @@ public final class ProcessRunner {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }
+
+/// How the command's warning about a vault whose KDF counts are below the floors begins.
+public let weakKDFWarningPrefix = "Warning: weak key derivation:"

@@ -184,9 +184,9 @@ final class SecureBytesTests: XCTestCase {
 
     func testSubkeysAreSeparatedByLabel() throws {
         let master = try SecureBytes(randomCount: 32)
-        let a = KeyDerivation.subkey(of: master, label: "a")
+        let a = try KeyDerivation.subkey(of: master, label: "a")
         XCTAssertEqual(a.count, 32)
-        XCTAssertNotEqual(a, KeyDerivation.subkey(of: master, label: "b"))
-        XCTAssertEqual(a, KeyDerivation.subkey(of: master, label: "a"))
+        XCTAssertNotEqual(a, try KeyDerivation.subkey(of: master, label: "b"))
+        XCTAssertEqual(a, try KeyDerivation.subkey(of: master, label: "a"))
     }
 }

@@ -15,20 +15,21 @@ final class BlobReaperTests: XCTestCase {
 
     override func tearDown() { _ = system("rm -rf '\(directory)'") }
 
-    private func makeFiles(_ count: Int, prefix: String) throws -> [String] {
-        try (0..<count).map { i in
-            let path = "\(directory)/\(prefix)\(i)"
-            try FileSystem.replaceFile(path, with: [UInt8(i & 0xff)])
-            return path
+    private func makeFiles(_ count: Int, prefix: String) throws -> [AnchoredPath] {
+        let dir = try DirectoryDescriptor(path: directory)
+        return try (0..<count).map { i in
+            let file = dir.file("\(prefix)\(i)")
+            try file.replace(with: [UInt8(i & 0xff)])
+            return file
         }
     }
 
-    private func remaining(_ paths: [String]) -> [String] { paths.filter { FileSystem.exists($0) } }
+    private func remaining(_ files: [AnchoredPath]) -> [AnchoredPath] { files.filter { FileSystem.exists($0.path) } }
 
     func testDrainWaitsForEverythingQueuedFromManyThreads() throws {
         let reaper = BlobReaper(gatherMilliseconds: 50, lingerMilliseconds: 200, batchSize: 64)
         let paths = try makeFiles(2000, prefix: "b")
-        let missing = directory + "/never-existed"  // a thumbnail that was never made
+        let missing = try DirectoryDescriptor(path: directory).file("never-existed")  // a thumbnail that was never made
         DispatchQueue.concurrentPerform(iterations: 4) { part in
             for (i, path) in paths.enumerated() where i % 4 == part { reaper.remove([path, missing]) }
         }

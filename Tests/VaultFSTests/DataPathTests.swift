@@ -163,6 +163,7 @@ final class DataPathTests: XCTestCase {
         let blob = v.layout.blobPath(node.blobID)
         XCTAssertTrue(FileSystem.exists(blob))
         v.release(h)
+        v.reaper.drain()  // the blob goes to the reaper, which removes it once the journal is durable
         XCTAssertFalse(FileSystem.exists(blob), "blob goes with the last handle")
         try v.close()
     }
@@ -230,7 +231,7 @@ final class DataPathTests: XCTestCase {
         XCTAssertEqual(try v.thumbnail(a.id), [7, 7, 7])
         XCTAssertNil(try v.thumbnail(b.id))
         // A thumbnail moved to another file does not authenticate there.
-        try v.layout.prepareParent(of: v.layout.thumbnailPath(b.blobID))
+        try v.layout.prepareParent(of: v.layout.thumbnailFile(b.blobID))
         try FileSystem.replaceFile(v.layout.thumbnailPath(b.blobID), with: try FileSystem.readFile(v.layout.thumbnailPath(a.blobID)))
         XCTAssertThrowsError(try v.thumbnail(b.id))
         try v.close()

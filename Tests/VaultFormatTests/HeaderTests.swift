@@ -68,6 +68,33 @@ final class HeaderTests: XCTestCase {
         XCTAssertEqual(undetected, [])
     }
 
+    /// Fields nothing has authenticated yet are range-checked when decoded (issue 22, finding 4): a
+    /// pattern grid of 255 columns used to trap in the pattern parser (exit 132).
+    func testOutOfRangeFieldsAreMalformedNotATrap() throws {
+        let (header, _, _, _) = try makeHeader()
+        var pattern = header.encoded()
+        pattern[24] = Credential.Kind.pattern.rawValue
+        for (rows, columns) in [(4, 0xFF), (0xFF, 4), (0, 0), (1, 4), (4, 10)] as [(UInt8, UInt8)] {
+            var b = pattern; b[25] = rows; b[26] = columns
+            XCTAssertThrowsError(try VaultHeader(decoding: b), "\(rows)×\(columns)") {
+                guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        var passphrase = header.encoded(); passphrase[26] = 4
+        XCTAssertThrowsError(try VaultHeader(decoding: passphrase)) {
+            guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
+        }
+        for offset in [27, 99, 195] {  // the three iteration counts, set to 0 and to 2^32 - 1
+            for value: [UInt8] in [[0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF]] {
+                var b = header.encoded(); b.replaceSubrange(offset..<offset + 4, with: value)
+                XCTAssertThrowsError(try VaultHeader(decoding: b), "iterations at \(offset)")
+            }
+        }
+        // The parser itself refuses such grids with an error instead of overflowing.
+        XCTAssertThrowsError(try Pattern(text: "a1-b2-c3-d4", rows: 4, columns: 0xFF))
+        XCTAssertThrowsError(try Pattern(text: "a1-b2-c3-d4", rows: 0xFF, columns: 4))
+    }
+
     func testWeakIterationsAreRefusedWithoutTheTestingOverride() throws {
         unsetenv("VAULTAIRE_ALLOW_WEAK_KDF")
         defer { setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1) }
@@ -89,6 +116,18 @@ final class CredentialTests: XCTestCase {
     func testBadPatternsAreRefused() {
         for bad in ["a1-b2-c3", "a1-a1-b2-c3", "a1-b2-c3-e4", "a1-b2-c3-d5", "x", ""] {
             XCTAssertThrowsError(try Pattern(text: bad), bad)
+        }
+    }
+
+    /// A pattern's text is a credential: no error may repeat any of it (issue 22, finding 2).
+    func testPatternErrorsRepeatNothingOfTheText() {
+        for bad in ["correct horse battery", "b2-c3-zz9-d1", "b2-c3-d1-e2", "b2-q7"] {
+            XCTAssertThrowsError(try Pattern(text: bad)) { error in
+                let message = "\(error)"
+                for part in bad.split(whereSeparator: { $0 == " " || $0 == "-" }) {
+                    XCTAssertFalse(message.contains(part), "the message repeats '\(part)': \(message)")
+                }
+            }
         }
     }
 

@@ -16,6 +16,11 @@ final class IndexStoreTests: XCTestCase {
 
     override func tearDown() { _ = system("rm -rf '\(dir)'") }
 
+    /// `path` as the store sees it: beneath a descriptor of its parent directory.
+    func anchored(_ path: String) throws -> AnchoredPath {
+        try DirectoryDescriptor(path: FileSystem.parent(of: path)).file(String(path.split(separator: "/").last!))
+    }
+
     func sampleChanges(_ n: Int) -> [[IndexChange]] {
         (0..<n).map { i in
             let inode = Inode(id: UInt64(10 + i), kind: .file, permissions: 0o644, uid: 0, gid: 0, now: Int64(i))
@@ -24,7 +29,7 @@ final class IndexStoreTests: XCTestCase {
     }
 
     func testJournalReplaysAndCompacts() throws {
-        let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        let store = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
         var expected = IndexState.empty(uid: 0, gid: 0, now: 0)
         try store.create(expected)
         _ = try store.load(forWriting: true)
@@ -32,11 +37,11 @@ final class IndexStoreTests: XCTestCase {
             try store.append(c)
             for x in c { try expected.apply(x) }
         }
-        let (loaded, report) = try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false)
+        let (loaded, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
         XCTAssertEqual(loaded, expected)
         XCTAssertEqual(report.records, 50)
         try store.compact(expected)
-        let again = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        let again = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
         let (compacted, r2) = try again.load(forWriting: false)
         XCTAssertEqual(compacted, expected)
         XCTAssertEqual(r2.records, 0)
@@ -45,13 +50,13 @@ final class IndexStoreTests: XCTestCase {
 
     /// Deferred changes stay in memory until the next record, which carries them first, or a sync.
     func testDeferredChangesGoOutWithTheNextRecordOrASync() throws {
-        let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        let store = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
         var expected = IndexState.empty(uid: 0, gid: 0, now: 0)
         try store.create(expected)
         _ = try store.load(forWriting: true)
         let changes = sampleChanges(3)
         func onDisk() throws -> (IndexState, Int) {
-            let (state, report) = try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false)
+            let (state, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
             return (state, report.records)
         }
 
@@ -72,7 +77,7 @@ final class IndexStoreTests: XCTestCase {
     }
 
     func testTornTailIsCutAndEveryOtherChangeIsDetected() throws {
-        let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        let store = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
         try store.create(IndexState.empty(uid: 0, gid: 0, now: 0))
         _ = try store.load(forWriting: true)
         for c in sampleChanges(3) { try store.append(c) }
@@ -82,7 +87,7 @@ final class IndexStoreTests: XCTestCase {
 
         // A write cut short by a crash: the last record is incomplete.
         try FileSystem.replaceFile(dir + "/journal", with: Array(journal.dropLast(5)))
-        let (_, report) = try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: true)
+        let (_, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: true)
         XCTAssertEqual(report.records, 2)
         XCTAssertEqual(report.notices.count, 1)
 
@@ -93,7 +98,7 @@ final class IndexStoreTests: XCTestCase {
             var j = journal; j[bit / 8] ^= 1 << (bit % 8)
             try FileSystem.replaceFile(dir + "/journal", with: j)
             do {
-                let (_, r) = try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false)
+                let (_, r) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
                 XCTAssertFalse(r.notices.isEmpty, "bit \(bit) went unnoticed")
                 dropped += 1
             } catch {
@@ -107,12 +112,12 @@ final class IndexStoreTests: XCTestCase {
         for bit in 0..<(snapshot.count * 8) {
             var s = snapshot; s[bit / 8] ^= 1 << (bit % 8)
             try FileSystem.replaceFile(dir + "/snapshot", with: s)
-            XCTAssertThrowsError(try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false), "snapshot bit \(bit)")
+            XCTAssertThrowsError(try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false), "snapshot bit \(bit)")
         }
     }
 
     func testDroppedOrReorderedRecordsAreDetected() throws {
-        let store = IndexStore(directory: dir, vaultID: vaultID, key: key)
+        let store = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
         try store.create(IndexState.empty(uid: 0, gid: 0, now: 0))
         _ = try store.load(forWriting: true)
         var offsets: [Int] = [try FileSystem.readFile(dir + "/journal").count]
@@ -125,7 +130,7 @@ final class IndexStoreTests: XCTestCase {
         let r = (0..<3).map { Array(j[offsets[$0]..<offsets[$0 + 1]]) }
         for variant in [head + r[0] + r[2], head + r[1] + r[0] + r[2], head + r[0] + r[0] + r[1]] {
             try FileSystem.replaceFile(dir + "/journal", with: variant)
-            XCTAssertThrowsError(try IndexStore(directory: dir, vaultID: vaultID, key: key).load(forWriting: false))
+            XCTAssertThrowsError(try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false))
         }
     }
 }

@@ -10,5 +10,16 @@ int vaultaire_disable_core_dumps(void);
 // Names the calling thread and lets it run on every CPU the process may use: a thread started while
 // serving a request on a CPU-pinned io_uring worker would otherwise inherit that one CPU.
 void vaultaire_background_thread(const char *name);
+/// A listening stream socket in the abstract namespace (no file: it goes with the process), or -1.
+int vaultaire_abstract_listen(const char *name);
+/// Connects to a listening abstract stream socket; the descriptor, or -1 with errno set.
+int vaultaire_abstract_connect(const char *name);
+/// The user ID of the process at the other end of a connected unix socket, or -1.
+long long vaultaire_peer_uid(int fd);
+
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: `path` is resolved beneath `dirfd` and no
+/// component of it may be a symbolic link (ELOOP) or leave the directory (EXDEV). glibc 2.36 has no
+/// wrapper, so this is the raw system call.
+int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode);
 
 #endif

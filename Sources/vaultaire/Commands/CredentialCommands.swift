@@ -20,7 +20,8 @@ enum PasswdCommand {
     static func run(_ args: ParsedArguments) throws {
         let path = args.positionals[0]
         let keychain = try selectKeychain(args)
-        let header = try VaultAccess.readHeader(at: path)
+        let header = try readVaultHeader(path)
+        try VaultAccess.checkNotOpenForWriting(at: path)
         let current = try currentCredential(args, header: header)
         let master = try VaultAccess.unwrapMasterKey(at: path, credential: current, keychain: keychain)
         let (credential, pattern) = try newCredential(args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
@@ -48,7 +49,8 @@ enum RecoverCommand {
     static func run(_ args: ParsedArguments) throws {
         let path = args.positionals[0]
         let keychain = try selectKeychain(args)
-        let header = try VaultAccess.readHeader(at: path)
+        let header = try readVaultHeader(path)
+        try VaultAccess.checkNotOpenForWriting(at: path)
         let phraseBytes = try SecretInput.obtain(args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
         // The phrase must pass through a String for Unicode normalization; see RecoveryPhrase.
         let phrase = phraseBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -69,7 +71,7 @@ enum ForgetCommand {
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
-        let header = try VaultAccess.readHeader(at: args.positionals[0])
+        let header = try readVaultHeader(args.positionals[0])
         try selectKeychain(args).deleteMasterKey(for: header.vaultID)
         print("Forgotten: the next unlock on this machine asks for the credential.")
     }

@@ -8,14 +8,14 @@ enum ListCommand {
         name: "ls", overview: "List a directory inside the vault without mounting it.",
         usage: "vaultaire ls <vault> [<path>]",
         arguments: [("<vault>", "The vault directory."), ("<path>", "Directory or file inside the vault (default /).")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback],
         minimumPositionals: 1, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
         let vault = try openVault(args, readOnly: true)
         defer { try? vault.close() }
         let path = args.positionals.count > 1 ? args.positionals[1] : "/"
-        let node = try vault.resolve(path)
+        let node = try PathErrors.inVault(path) { try vault.resolve(path) }
         let entries = node.kind == .directory ? try vault.list(node.id) : [(name: String(path.split(separator: "/").last ?? ""), inode: node)]
         for (name, n) in entries {
             print("\(modeString(n)) \(String(n.linkCount).leftPadded(3)) \(String(n.size).leftPadded(12)) \(dateString(n.modificationTime)) \(name)")
@@ -50,90 +50,122 @@ enum ListCommand {
 
 enum PutCommand {
     static let spec = CommandSpec(
-        name: "put", overview: "Copy a local file into the vault.",
+        name: "put", overview: "Copy a local file into the vault; an existing file is replaced only once the copy is complete.",
         usage: "vaultaire put <vault> <source> <destination>",
         arguments: [("<vault>", "The vault directory."), ("<source>", "Local file ('-' for standard input)."),
                     ("<destination>", "Path inside the vault; an existing directory receives the file under its own name.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
         let source = args.positionals[1]
-        let input: Int32
         var owned: FileDescriptor?
-        if source == "-" { input = 0 } else {
-            owned = try FileDescriptor(path: source, flags: O_RDONLY)
-            input = owned!.rawValue
+        if source != "-" {
+            let fd = try PathErrors.local(source) { try FileDescriptor(path: source, flags: O_RDONLY) }
+            // A directory opens but cannot be read: refuse before the vault is touched.
+            if try PathErrors.local(source, { try fd.isDirectory() }) {
+                throw CLIError.message("local file \(source) is a directory", .ioError)
+            }
+            owned = fd
         }
-        _ = owned
-        try withOpenVault(args, readOnly: false) { vault in try copyIn(vault, args, from: input, source: source) }
+        try withOpenVault(args, readOnly: false) { vault in
+            try copyIn(vault, args, from: owned?.rawValue ?? 0, source: source)
+        }
     }
 
+    /// Writes the copy to a file with no name yet and gives it its name (replacing the old file) in one
+    /// step at the end: a failure or a signal on the way leaves the old file as it was.
     private static func copyIn(_ vault: UnlockedVault, _ args: ParsedArguments, from input: Int32, source: String) throws {
         var destination = args.positionals[2]
         if let existing = try? vault.resolve(destination), existing.kind == .directory {
             let base = source == "-" ? "stdin" : String(source.split(separator: "/").last ?? "file")
             destination = (destination.hasSuffix("/") ? destination : destination + "/") + base
         }
-        let (parent, name) = try vault.resolveParent(destination)
-        let handle = try vault.create(in: parent, name: name, permissions: 0o644 & ~currentUmask(), caller: .current, exclusive: false)
+        let (parent, name) = try PathErrors.inVault(destination) { try vault.resolveParent(destination) }
+        let replaced = try? vault.lookup(parent, name)
+        if replaced?.kind == .directory { throw CLIError.message("\(destination) in the vault is a directory", .alreadyExists) }
+        let permissions = replaced?.permissions ?? (0o644 & ~currentUmask())
+        let handle = try PathErrors.inVault(destination) {
+            try vault.createDetached(named: name, permissions: permissions, caller: .current)
+        }
         defer { vault.release(handle) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         let progress = ProgressMeter(total: regularFileSize(input), unit: .bytes, quiet: args.has("quiet"))
         while true {
-            let n = try buffer.withUnsafeMutableBytes { b in
-                try retryingEINTR("read", path: source) { read(input, b.baseAddress!, b.count) }
+            let n = try PathErrors.local(source) {
+                try buffer.withUnsafeMutableBytes { b in
+                    try retryingEINTR("read", path: source) { read(input, b.baseAddress!, b.count) }
+                }
             }
             if n == 0 { break }
-            _ = try buffer.withUnsafeBytes { try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            _ = try PathErrors.inVault(destination) {
+                try buffer.withUnsafeBytes { try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            }
             offset += n
             progress.update(offset)
         }
-        try vault.fsync(handle)
+        try PathErrors.inVault(destination) { try vault.attach(handle, in: parent, name: name) }
         progress.finish(offset)
     }
 }
 
 enum GetCommand {
     static let spec = CommandSpec(
-        name: "get", overview: "Copy a file out of the vault.",
-        usage: "vaultaire get <vault> <source> <destination>",
+        name: "get", overview: "Copy a file out of the vault; an existing local file is replaced only with --force.",
+        usage: "vaultaire get <vault> <source> <destination> [--force]",
         arguments: [("<vault>", "The vault directory."), ("<source>", "Path inside the vault."),
                     ("<destination>", "Local file to create ('-' for standard output).")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
+        options: [
+            .init(long: "force", short: nil, valueName: nil,
+                  help: "Replace an existing local file (only once the whole copy has been read and authenticated)."),
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
+        ],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
+        let source = args.positionals[1], destination = args.positionals[2]
+        if destination != "-" && !args.has("force") && FileSystem.lexists(destination) {
+            throw CLIError.message("local file \(destination) exists; give --force to replace it", .alreadyExists)
+        }
         let vault = try openVault(args, readOnly: true)
         defer { try? vault.close() }
-        let node = try vault.resolve(args.positionals[1])
-        let handle = try vault.open(node.id, write: false)
-        defer { vault.release(handle) }
-        let destination = args.positionals[2]
-        let output: Int32
-        var owned: FileDescriptor?
-        if destination == "-" { output = 1 } else {
-            owned = try FileDescriptor(path: destination, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
-            output = owned!.rawValue
+        let handle = try PathErrors.inVault(source) {
+            let node = try vault.resolve(source)
+            return try vault.open(node.id, write: false)
         }
+        defer { vault.release(handle) }
+        let progress = ProgressMeter(total: (try? vault.attributes(handle.id)).map { Int($0.size) }, unit: .bytes, quiet: args.has("quiet"))
+        if destination == "-" {
+            try copyOut(vault, handle, source: source, to: 1, destination: "standard output", progress: progress)
+            return
+        }
+        // Written beside the destination, renamed over it only once complete: a damaged vault file or
+        // an interruption leaves the local file as it was.
+        let temporary = try PathErrors.local(destination) { try ReplacementFile(replacing: destination) }
+        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination, progress: progress)
+        try PathErrors.local(destination) { try temporary.commit() }
+    }
+
+    private static func copyOut(_ vault: UnlockedVault, _ handle: VaultFS.FileHandle, source: String, to output: Int32,
+                                destination: String, progress: ProgressMeter) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
-        let progress = ProgressMeter(total: Int(node.size), unit: .bytes, quiet: args.has("quiet"))
         defer { progress.finish(offset) }
         while true {
-            let n = try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) }
+            let n = try PathErrors.inVault(source) { try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) } }
             if n == 0 { break }
-            try buffer.withUnsafeBytes { b in
-                var done = 0
-                while done < n {
-                    done += try retryingEINTR("write", path: destination) { write(output, b.baseAddress! + done, n - done) }
+            try PathErrors.local(destination) {
+                try buffer.withUnsafeBytes { b in
+                    var done = 0
+                    while done < n {
+                        done += try retryingEINTR("write", path: destination) { write(output, b.baseAddress! + done, n - done) }
+                    }
                 }
             }
             offset += n
             progress.update(offset)
         }
-        if let owned { try owned.sync() }
     }
 }
 
@@ -142,14 +174,17 @@ enum RemoveCommand {
         name: "rm", overview: "Remove a file, or an empty directory, inside the vault.",
         usage: "vaultaire rm <vault> <path>",
         arguments: [("<vault>", "The vault directory."), ("<path>", "Path inside the vault.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback],
         minimumPositionals: 2, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
+        let path = args.positionals[1]
         try withOpenVault(args, readOnly: false) { vault in
-            let (parent, name) = try vault.resolveParent(args.positionals[1])
-            let node = try vault.lookup(parent, name)
-            if node.kind == .directory { try vault.removeDirectory(in: parent, name: name) } else { try vault.unlink(in: parent, name: name) }
+            try PathErrors.inVault(path) {
+                let (parent, name) = try vault.resolveParent(path)
+                let node = try vault.lookup(parent, name)
+                if node.kind == .directory { try vault.removeDirectory(in: parent, name: name) } else { try vault.unlink(in: parent, name: name) }
+            }
         }
     }
 }
@@ -159,13 +194,16 @@ enum MakeDirectoryCommand {
         name: "mkdir", overview: "Create a directory inside the vault.",
         usage: "vaultaire mkdir <vault> <path>",
         arguments: [("<vault>", "The vault directory."), ("<path>", "Path inside the vault.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain],
+        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback],
         minimumPositionals: 2, maximumPositionals: 2)
 
     static func run(_ args: ParsedArguments) throws {
+        let path = args.positionals[1]
         try withOpenVault(args, readOnly: false) { vault in
-            let (parent, name) = try vault.resolveParent(args.positionals[1])
-            try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
+            try PathErrors.inVault(path) {
+                let (parent, name) = try vault.resolveParent(path)
+                try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
+            }
         }
     }
 }

@@ -39,14 +39,14 @@ enum InitCommand {
         var phraseOut: FileDescriptor?
         if let out = args.value("recovery-phrase-out") {
             do { phraseOut = try FileDescriptor(path: out, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) } catch {
-                throw CLIError.message("cannot create recovery phrase file: \(error)", exitCode(forErrno: (error as? SystemError)?.errno ?? EIO))
+                throw CLIError.message("cannot create the local recovery phrase file: \(error)", localExitCode((error as? SystemError)?.errno ?? EIO))
             }
         }
         let (credential, pattern) = try newCredential(args, fileOption: "passphrase-file", pattern: args.has("pattern"))
         let wordlist = try Wordlist.load()
         let (phrase, master) = try VaultAccess.create(at: path, credential: credential, pattern: pattern, keychain: keychain,
                                                        options: options, wordlist: wordlist)
-        let header = try VaultAccess.readHeader(at: path)
+        let header = try readVaultHeader(path)
         if args.has("remember") { try keychain.storeMasterKey(master, for: header.vaultID) }
         if let phraseOut {
             try phraseOut.write(Array((phrase + "\n").utf8), at: 0)

@@ -12,20 +12,25 @@ enum InfoCommand {
         arguments: [("<vault>", "The vault directory.")],
         options: [
             .init(long: "unlock", short: nil, valueName: nil, help: "Unlock to show file names and counts."),
-            CommonOptions.passphraseFile, CommonOptions.keychain,
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
         let path = args.positionals[0]
         let layout = VaultLayout(root: path)
-        let header = try layout.readHeader()
+        let header = try readVaultHeader(path)
         print("Vault:               \(path)")
         print("Format version:      \(VaultHeader.formatVersion)")
         print("Vault ID:            \(header.vaultID.hex)")
         print("Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")")
         print("Vault KDF:           PBKDF2-HMAC-SHA512, \(header.credential.iterations) iterations, device salt")
         print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
+        if let weak = WeakKDFWarning.shortfall(header) {
+            print("KDF strength:        WEAK — BELOW THE FLOORS: \(weak); made for tests, cheap to attack")
+        } else {
+            print("KDF strength:        at or above the floors (\(KDFPolicy.vaultIterations) / \(KDFPolicy.recoveryIterations))")
+        }
         print("Cipher:              AES-256-GCM, \(header.chunkSize / 1024) KiB chunks")
         print("Blobs:               \(try layout.blobIDsOnDisk().count)")
         guard args.has("unlock") else { return }
@@ -43,14 +48,19 @@ enum InfoCommand {
 enum VerifyCommand {
     static let spec = CommandSpec(
         name: "verify", overview: "Authenticate every index record, file header and chunk; name every damaged file.",
-        usage: "vaultaire verify <vault>",
+        usage: "vaultaire verify <vault> [--repair]",
         arguments: [("<vault>", "The vault directory.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.quiet],
+        options: [
+            .init(long: "repair", short: nil, valueName: nil,
+                  help: "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."),
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
+        ],
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
         var credential: Credential?
-        let vault = try openVault(args, readOnly: true) { credential = $0 }
+        let repair = args.has("repair")
+        let vault = try openVault(args, readOnly: !repair) { credential = $0 }
         defer { try? vault.close() }
         // With the credential at hand, the backup envelope can be checked too (the recovery envelope
         // needs the phrase, so `vaultaire recover` is where it is checked).
@@ -68,10 +78,15 @@ enum VerifyCommand {
         }
         progress?.finish(checked)
         for notice in report.notices { printError("Notice: \(notice)") }
+        if repair && !report.strayBlobs.isEmpty {
+            let removed = try vault.removeStrayBlobs(report.strayBlobs)
+            printError("Repaired: removed \(removed) blob(s) that belonged to no file")
+        }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
         }
         if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
+        if let weak = WeakKDFWarning.shortfall(vault.header) { print("WEAK vault.header: key derivation below the floors: \(weak)") }
         let damaged = report.damaged.count + (envelopeDamage == nil ? 0 : 1)
         print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged").")
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
@@ -120,5 +135,5 @@ func format3(_ v: Double) -> String {
 }
 
 func printError(_ text: String, newline: Bool) {
-    _ = (newline ? text + "\n" : text).withCString { fputs($0, stderr) }
+    StandardError.write(newline ? text + "\n" : text)
 }

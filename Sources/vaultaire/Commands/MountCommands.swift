@@ -22,7 +22,7 @@ enum MountCommand {
             .init(long: "option", short: "o", valueName: "option",
                   help: "Options, comma-separated: this command's own as name=value or name (passphrase-file=FILE, idle=15m, ro, no-xattrs …), others for libfuse, e.g. allow_other (repeatable).",
                   repeatable: true),
-            CommonOptions.remember, CommonOptions.keychain,
+            CommonOptions.remember, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 2, maximumPositionals: 2)
 
@@ -56,13 +56,17 @@ enum MountCommand {
 
     private static func unlockAndServe(_ args: ParsedArguments, vault vaultPath: String, on mountpoint: String, options: MountOptions) throws {
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
-        _ = try VaultAccess.readHeader(at: vaultPath)  // not a vault / unknown version: fail before asking
+        _ = try readVaultHeader(vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
-        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly)
-        for notice in vault.notices { printError("Notice: \(notice)") }
+        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
+                                         acceptRollback: args.has("accept-rollback"))
+        reportOpening(vault)
+        WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
-        master.wipe()  // the vault's key schedule holds its own copy
+        // The vault works with the keys derived from it; its key schedule shares this buffer, so the
+        // daemon holds no master key from here on.
+        master.wipe()
         do {
             try Mounter.serve(vault, at: mountpoint, options: options) {
                 print("Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it.")
@@ -92,20 +96,46 @@ enum UnmountCommand {
         guard let mount = MountTable.vaultaireMounts().first(where: { $0.mountpoint == mountpoint }) else {
             throw CLIError.message("no vault is mounted on \(mountpoint)", .notFound)
         }
+        // The mount process answers on this socket once it has persisted and wiped (or failed to).
+        let witness = LocalSocket.connect(name: UnmountWitnesses.socketName(device: mount.device))
+        // `vaultaire unmount .` from inside the mount: this process's own working directory must not
+        // keep the mount busy.
+        _ = chdir("/")
         guard Subprocess.run(["fusermount3", "-u", mountpoint]) == 0 else {
             throw CLIError.message("could not unmount \(mountpoint) (files still open? try again, or fusermount3 -uz)", .busy)
         }
-        // The mount process persists and wipes after the kernel lets go; wait for its vault lock.
-        let lock = mount.source + "/mount.lock"
+        if let witness {
+            try awaitLocking(witness, mountpoint: mountpoint)
+        } else {
+            waitForVaultLock(mount.source + "/mount.lock")
+        }
+        print("Unmounted \(mountpoint); the vault is locked.")
+    }
+
+    /// The mount process's own account of locking: "ok", or what it could not save.
+    private static func awaitLocking(_ witness: FileDescriptorHandle, mountpoint: String) throws {
+        guard let reply = witness.receiveAll(limit: 4096, timeoutSeconds: 600) else {
+            throw CLIError.message("unmounted \(mountpoint), but the mount process has not confirmed locking after 10 minutes", .ioError)
+        }
+        let text = String(decoding: reply, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        if text == "ok" { return }
+        if text.hasPrefix("error: ") {
+            throw CLIError.message("unmounted \(mountpoint), but the mount process could not save everything: \(text.dropFirst(7)); "
+                                   + "keys are wiped, and the next open repairs the vault as after a crash", .ioError)
+        }
+        throw CLIError.message("unmounted \(mountpoint), but the mount process ended without confirming that it saved everything", .ioError)
+    }
+
+    /// For a mount process that offers no witness socket: its vault lock is released once it is done.
+    private static func waitForVaultLock(_ lock: String) {
         for _ in 0..<600 {
-            let fd = open(lock, O_RDONLY | O_CLOEXEC)
+            let fd = open(lock, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             if fd < 0 { break }
             let free = flock(fd, LOCK_EX | LOCK_NB) == 0
             close(fd)
             if free { break }
             usleep(50_000)
         }
-        print("Unmounted \(mountpoint); the vault is locked.")
     }
 }
 
@@ -121,10 +151,18 @@ enum StatusCommand {
     }
 }
 
+/// `path` made absolute against the working directory, with "." and ".." taken out by name (no
+/// symlink is followed, and nothing is asked of a mount that may be hanging).
 func absolute(_ path: String) -> String {
-    if path.hasPrefix("/") { return VaultLayout(root: path).root }
-    var buf = [CChar](repeating: 0, count: Int(PATH_MAX))
-    guard getcwd(&buf, buf.count) != nil else { return path }
-    let cwd = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    return VaultLayout(root: cwd + "/" + path).root
+    var full = path
+    if !path.hasPrefix("/") {
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buf, buf.count) != nil else { return path }
+        full = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+    }
+    var parts: [Substring] = []
+    for part in full.split(separator: "/") where part != "." {
+        if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+    }
+    return "/" + parts.joined(separator: "/")
 }

@@ -5,7 +5,7 @@ extension ExitCode {
         case .success: return "success"
         case .failure: return "other failure"
         case .notAVault: return "not a vault"
-        case .credentialUnavailable: return "the credential could not be read (passphrase file missing or unreadable, --extpass command failed, empty or too long)"
+        case .credentialUnavailable: return "no credential came: the passphrase file or standard input was empty or too long, or the --extpass command failed"
         case .wrongCredential: return "wrong credential or recovery phrase"
         case .damaged: return "vault damaged (verify found damage, or data failed authentication)"
         case .unsupportedVersion: return "unsupported format version"
@@ -16,7 +16,9 @@ extension ExitCode {
         case .busy: return "busy (the vault is open in another process)"
         case .rollback: return "index rolled back to an older version"
         case .mountFailed: return "mount failed"
-        case .usage: return "usage error"
+        case .unsafeFile: return "a file in the vault or keychain directory is a symbolic link or not a regular file (refused, not followed)"
+        case .usage: return "usage error (also: an argument that is not valid UTF-8)"
+        case .localFileMissing: return "a local file (or the vault directory) does not exist"
         case .ioError: return "I/O error"
         case .permissionDenied: return "permission denied"
         }
@@ -25,5 +27,5 @@ extension ExitCode {
     /// Every code, in order.
     static let all: [ExitCode] = [.success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
                                   .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
-                                  .busy, .rollback, .mountFailed, .usage, .ioError, .permissionDenied]
+                                  .busy, .rollback, .mountFailed, .unsafeFile, .usage, .localFileMissing, .ioError, .permissionDenied]
 }

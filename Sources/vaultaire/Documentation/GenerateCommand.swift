@@ -3,19 +3,22 @@
 enum GenerateCommand {
     static let name = "__generate"
 
-    static let outputs: [String: () -> String] = [
-        "man": { ManPage.text },
-        "bash": { BashCompletion.text },
-        "zsh": { ZshCompletion.text },
-        "fish": { FishCompletion.text },
-    ]
+    static func output(_ what: String) -> String? {
+        switch what {
+        case "man": return ManPage.text
+        case "bash": return BashCompletion.text
+        case "zsh": return ZshCompletion.text
+        case "fish": return FishCompletion.text
+        default: return nil
+        }
+    }
 
     static func run(_ argv: [String]) -> Int32 {
-        guard argv.count == 1, let make = outputs[argv[0]] else {
+        guard argv.count == 1, let text = output(argv[0]) else {
             printError("Error: usage: vaultaire \(name) man|bash|zsh|fish")
             return ExitCode.usage.rawValue
         }
-        print(make(), terminator: "")
+        print(text, terminator: "")
         return 0
     }
 }

@@ -1,0 +1,113 @@
+import Glibc
+import VaultCrypto
+import VaultFormat
+import VaultSystem
+
+/// What an interrupted session (a crash, kill -9, a failed save) leaves, and how it is repaired: at
+/// the next writable open, before anything else runs.
+extension UnlockedVault {
+    /// Repairs what an interrupted session left: files marked `needsCheck` get their blob cut back to the
+    /// index size and their last chunk resealed final; inodes with no links left are removed. Runs from
+    /// init, alone. Returns one notice per thing repaired.
+    func recoverAfterCrash() throws -> [String] {
+        var notices: [String] = []
+        // Half-written replacements (header, snapshot, journal) from an interrupted write are dropped;
+        // the files they were to replace are intact, since the rename never happened.
+        let index = try layout.indexDirectory()
+        let temporaries = [try layout.headerFile(), index.appending("snapshot"), index.appending("journal")]
+            .map { $0.parent.appending($0.name + ".tmp") }
+        for file in temporaries where try file.exists() {
+            try file.remove()
+            notices.append("removed \(file.name), left by an interrupted write")
+        }
+        var repaired = 0, orphans = 0
+        var changes: [IndexChange] = []
+        let inodes = meta.withLock { $0.index.inodes }
+        for (id, var node) in inodes {
+            if node.kind != .directory && node.linkCount == 0 {
+                changes.append(.removeInode(id))
+                deleteBlob(node)
+                orphans += 1
+                continue
+            }
+            guard node.needsCheck, node.kind == .file else { continue }
+            do {
+                if let lost = try reconcile(&node) { notices.append(lost) }
+            } catch {
+                notices.append("file \(id) could not be repaired after the interrupted session: \(error)")
+                meta.withLock { _ = $0.unrepaired.insert(id) }
+                continue
+            }
+            node.needsCheck = false
+            changes.append(.putInode(node))
+            repaired += 1
+        }
+        if !changes.isEmpty {
+            try meta.withLock { try $0.commit(changes) }
+            try syncJournal()
+        }
+        if repaired > 0 || orphans > 0 {
+            notices.append("recovered from an interrupted session: \(repaired) file(s) checked, \(orphans) unlinked inode(s) removed")
+        }
+        return notices
+    }
+
+    /// Brings a file that was open for writing at the crash back to a consistent state. Within that
+    /// session the blob and the record may disagree either way: chunks written after the record was last
+    /// journaled, or a record (size from a metadata change) ahead of chunks still in the daemon's cache,
+    /// and whole chunks written out of order leave holes until the chunks before them arrive. What
+    /// survives is the longest run of authenticated chunks from the start, cut to the record's size;
+    /// unsynced data beyond it is lost, never returned as something else. Returns a notice when data
+    /// was lost. Disk work: call without `meta`.
+    func reconcile(_ node: inout Inode) throws -> String? {
+        if try FileBlob.isEmpty(file: layout.blobFile(node.blobID)) { return try recreateEmptyBlob(&node) }
+        let (blob, info) = try openBlob(node, writable: true)
+        if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
+        let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
+        let onDisk = try blob.chunksOnDisk()
+        let plain = SecureBytes(count: blob.chunkSize)
+        var slot = [UInt8](repeating: 0, count: blob.slotSize)
+        var lost: String?
+        try plain.withUnsafeMutableBytes { p in
+            try slot.withUnsafeMutableBytes { s in
+                func authenticates(_ index: Int) -> Bool {
+                    (try? blob.readChunk(index, final: false, into: p, scratch: s)) != nil
+                        || (try? blob.readChunk(index, final: true, into: p, scratch: s)) != nil
+                }
+                var intact = 0
+                while intact < min(recorded, onDisk) && authenticates(intact) { intact += 1 }
+                if intact < recorded {
+                    lost = "file \(node.id) lost data written after its last fsync (cut to \(intact) chunk(s))"
+                    node.size = UInt64(intact * blob.chunkSize)
+                }
+                let count = min(recorded, intact)
+                if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: count) }
+                guard count > 0 else { return }
+                do {
+                    try blob.readChunk(count - 1, final: true, into: p, scratch: s)
+                } catch FormatError.damaged {
+                    try blob.readChunk(count - 1, final: false, into: p, scratch: s)
+                    try blob.writeChunk(count - 1, final: true, from: UnsafeRawBufferPointer(p), scratch: s)
+                }
+            }
+        }
+        try blob.sync()
+        return lost
+    }
+
+    /// A new file's header waits for its first write (see `makeNode`); a crash that lands after its
+    /// record was journaled and before the header was written (or reached the disk) leaves an empty
+    /// blob. Nothing of the file was on disk, so it comes back as an empty file with a new header.
+    private func recreateEmptyBlob(_ node: inout Inode) throws -> String? {
+        let file = try layout.blobFile(node.blobID)
+        try file.remove()
+        let name = path(of: node.id).map { String($0.split(separator: "/").last ?? "") } ?? ""
+        let blob = try FileBlob.create(file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+                                       headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
+                                       mimeType: node.mimeType, version: node.contentVersion)
+        try blob.sync()
+        guard node.size > 0 else { return nil }
+        node.size = 0
+        return "file \(node.id) lost data written after its last fsync (cut to 0 chunk(s))"
+    }
+}
