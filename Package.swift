@@ -15,9 +15,11 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        // Reads and writes the FUSE device for libfuse, to negotiate what libfuse 3.14 cannot, and
-        // serves FUSE over io_uring (liburing, Debian's liburing-dev) where the kernel allows it.
-        .target(name: "CFuseWire", linkerSettings: [.linkedLibrary("uring")]),
+        // Reads and writes the FUSE device for libfuse, to negotiate what libfuse 3.14 cannot (KILLPRIV_V2).
+        .target(name: "CFuseWire"),
+        // FUSE over io_uring (liburing, Debian's liburing-dev), plugged into CFuseWire's device hooks
+        // where the kernel allows it. Deleted once libfuse serves io_uring itself (ARCHITECTURE.md).
+        .target(name: "CFuseRing", dependencies: ["CFuseWire"], linkerSettings: [.linkedLibrary("uring")]),
 
         // libsecret (Debian's libsecret-1-dev). Its pkg-config adds -pthread, which SwiftPM warns about,
         // so the include paths are given here directly.
@@ -33,10 +35,12 @@ let package = Package(
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
-        .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "VaultFS", "VaultFormat", "VaultSystem"]),
+        // Ciphertext backups through rclone: the backup format (headers, manifests) and its logic.
+        .target(name: "VaultBackup", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
+        .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "CFuseRing", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
-            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE"]),
+            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup"]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
@@ -46,6 +50,10 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
+        // The C transport's bounds checks, in C (a test executable), run by RingBoundsTests.
+        .executableTarget(name: "ring-bounds-tests", dependencies: ["CFuseRing", "CFuseWire"], path: "Tests/RingBoundsTests"),
+        .testTarget(name: "TransportTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "BackupTests", dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
         .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

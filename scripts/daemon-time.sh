@@ -21,13 +21,11 @@ prepare_workspace daemon-time
 BIN="$(readlink -f "${2:-$VAULTAIRE}")"; VAULTAIRE="$BIN"
 make_tree "$FILES" "$W/small.tar"
 
-# One probe per request handler (the C entry points of Operations.swift's closures).
+# One probe per request handler: each has a stable C symbol, vaultaire_op_<name> (VaultFUSE/Operations).
 OPS="create flush release setattr getxattr lookup getattr unlink write"
 perf probe -q -d 'probe_vaultaire*:*' >/dev/null 2>&1
 for op in $OPS; do
-  name="op$(echo "${op:0:1}" | tr a-z A-Z)${op:1}"
-  address=$(nm "$BIN" | awk -v n="$name" '$2 == "t" && index($3, "9VaultFUSE") && index($3, n "33_") && $3 ~ /To$/ { print $1; exit }')
-  [ -n "$address" ] && perf probe -q -x "$BIN" -a "$op=0x$address" >/dev/null 2>&1
+  perf probe -q -x "$BIN" -a "$op=vaultaire_op_$op" >/dev/null 2>&1 || echo "daemon-time: no probe on vaultaire_op_$op"
 done
 trap 'perf probe -q -d "probe_vaultaire*:*" >/dev/null 2>&1; remove_workspace' EXIT
 

@@ -69,3 +69,13 @@ if grep -r -l -e "diary" -e "secret meeting" -e "tax return" "$work/vault"; then
 fi
 echo "grep for file names and contents in the vault directory: nothing found"
 "$vaultaire" info "$work/vault"
+
+step "vaultaire backup to a local rclone remote (ciphertext only), twice: the second sends only a manifest"
+export RCLONE_CONFIG="$work/rclone.conf"
+"$vaultaire" backup "$work/vault" "$work/remote" --passphrase-file "$work/passphrase"
+"$vaultaire" backup "$work/vault" "$work/remote" --passphrase-file "$work/passphrase"
+"$vaultaire" backup --list "$work/remote" --passphrase-file "$work/passphrase"
+
+step "a new machine (an empty keychain): vaultaire restore with the passphrase alone"
+XDG_DATA_HOME="$work/new-machine" "$vaultaire" restore "$work/remote" "$work/restored" --passphrase-file "$work/passphrase"
+XDG_DATA_HOME="$work/new-machine" "$vaultaire" ls "$work/restored" / --passphrase-file "$work/passphrase"

@@ -14,7 +14,17 @@ packages=(
   man-db groff-base mandoc              # man -l, groff -ww and mandoc -T lint check the man pages
   bash zsh fish                         # syntax checks of the completion scripts
   dpkg-dev binutils lintian             # scripts/package-deb.sh (dpkg-shlibdeps, dpkg-deb, strip); lintian checks the .deb
+  rclone                                # backups: the only way Vaultaire talks to a remote
+  openssh-server openssh-client         # backup tests: a throwaway sshd as an SFTP remote
 )
+
+# Backup tests: moto's standalone S3 server, from PyPI (Debian 12 has no package of it).
+install_moto() {
+  python3 -c 'import moto.server, flask_cors' 2>/dev/null && return 0
+  echo "install-deps: installing moto[server] from PyPI"
+  python3 -m pip install --quiet 'moto[server]' 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages 'moto[server]'
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,6 +33,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_moto
   exit 0
 fi
 
@@ -31,4 +42,5 @@ SUDO=""
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_moto
 echo "install-deps: done"

@@ -1,17 +1,21 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-#include "fuse_ring.h"
 #include "fuse_wire.h"
 
-// INIT is the first request and is answered before any other is read, so these need no lock.
+// Process-wide state, not a context passed around: libfuse hands the device hooks (fuse_custom_io)
+// only the session's user data, which is the file system's, and a process serves one mount.
+// INIT is the first request and is answered before any other is read, so the INIT fields need no
+// lock; the KILLPRIV_V2 flag is read by every loop thread, hence atomic.
 static uint64_t init_unique;
 static int init_seen, init_answered;
 static uint64_t kernel_offers;  // INIT's flags, with flags2 as the high half when FUSE_INIT_EXT is set
-static volatile int killpriv_v2_accepted;
+static atomic_int killpriv_v2_accepted;
+static struct vaultaire_wire_transport transport;  // all zero: none
 
 static __thread int request_kills_setid;
 static __thread uint64_t request_node;
@@ -22,6 +26,11 @@ static unsigned read_ahead_kib;
 void vaultaire_wire_set_read_ahead_after_init(const char *path, unsigned kib) {
     if (snprintf(read_ahead_path, sizeof read_ahead_path, "%s", path) >= (int)sizeof read_ahead_path) return;
     read_ahead_kib = kib;
+}
+
+void vaultaire_wire_use_transport(const struct vaultaire_wire_transport *replacement) {
+    if (replacement) transport = *replacement;
+    else memset(&transport, 0, sizeof transport);
 }
 
 static void set_read_ahead(void) {
@@ -65,7 +74,7 @@ void vaultaire_wire_note_request(const void *request, size_t length) {
         kernel_offers = init->flags;
         if ((init->flags & FUSE_INIT_EXT) && body_len >= 20) kernel_offers |= (uint64_t)init->flags2 << 32;
         init_seen = 1;
-    } else if (killpriv_v2_accepted) {
+    } else if (atomic_load_explicit(&killpriv_v2_accepted, memory_order_acquire)) {
         request_kills_setid = kills_setid(in, body, body_len);
     }
 }
@@ -80,7 +89,7 @@ ssize_t vaultaire_wire_read(int fd, void *buf, size_t len, void *userdata) {
 ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userdata) {
     (void)userdata;
     ssize_t taken;
-    if (vaultaire_ring_take_reply(iov, count, &taken)) return taken;
+    if (transport.take_reply && transport.take_reply(transport.context, iov, count, &taken)) return taken;
     if (init_seen && !init_answered && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
         const struct fuse_out_header *out = iov[0].iov_base;
         if (out->unique == init_unique && out->error == 0 && iov[1].iov_len >= 16) {
@@ -90,14 +99,19 @@ ssize_t vaultaire_wire_writev(int fd, struct iovec *iov, int count, void *userda
                 // V2 replaces V1: the kernel then sends explicit kill flags and stops asking for
                 // security.capability before each write of an inode it has already checked.
                 reply->flags = (reply->flags & ~(uint32_t)FUSE_HANDLE_KILLPRIV) | FUSE_HANDLE_KILLPRIV_V2;
+                // Before the reply goes out: once the kernel has it, any loop thread may read a
+                // request carrying kill flags, and must obey them.
+                atomic_store_explicit(&killpriv_v2_accepted, 1, memory_order_release);
             }
-            int ring = vaultaire_ring_amend_init_reply(reply, iov[1].iov_len, kernel_offers);
+            int amended = transport.amend_init_reply
+                && transport.amend_init_reply(transport.context, reply, iov[1].iov_len, kernel_offers);
             ssize_t n = writev(fd, iov, count);
             if (n >= 0) {
                 init_answered = 1;
-                if (killpriv_v2) killpriv_v2_accepted = 1;
-                if (ring) vaultaire_ring_init_reply_sent();
+                if (amended && transport.init_reply_accepted) transport.init_reply_accepted(transport.context);
                 set_read_ahead();
+            } else {
+                atomic_store_explicit(&killpriv_v2_accepted, 0, memory_order_release);  // the kernel has no reply
             }
             return n;
         }

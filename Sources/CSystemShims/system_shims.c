@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
@@ -89,4 +90,14 @@ int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int 
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
     };
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+int vaultaire_open_unnamed(const char *directory, unsigned int mode) {
+    return open(directory, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+}
+
+int vaultaire_name_unnamed(int fd, const char *path) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }

@@ -366,6 +366,16 @@ final class OpenFile: @unchecked Sendable {
         modifiedSinceCommit = true
     }
 
+    /// After the blob was repaired under this file (a save that failed): what is on disk is all there is.
+    func resetAfterRepair(size newSize: Int) {
+        dropCache()
+        size = newSize
+        onDisk = chunkCount
+        gaps = []
+        tolerateLastChunkFlag = true
+        modifiedSinceCommit = false
+    }
+
     /// Drops the plaintext cache (wiped) — on release and on lock.
     func dropCache() {
         cache.wipe()

@@ -61,7 +61,15 @@ extension UnlockedVault {
     /// was lost. Disk work: call without `meta`.
     func reconcile(_ node: inout Inode) throws -> String? {
         if try FileBlob.isEmpty(file: layout.blobFile(node.blobID)) { return try recreateEmptyBlob(&node) }
-        let (blob, info) = try openBlob(node, writable: true)
+        let blob: FileBlob, info: FileBlob.HeaderInfo
+        do {
+            (blob, info) = try openBlob(node, writable: true)
+        } catch FormatError.damaged {
+            // A new file's header is written apart from its chunks when its first write is not at the
+            // start; a power cut can keep the chunks and lose the header page. With the header goes
+            // the content key, so nothing of the file can be read: it comes back empty, with a notice.
+            return try recreateEmptyBlob(&node, truncating: true)
+        }
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
         let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
         let onDisk = try blob.chunksOnDisk()
@@ -98,13 +106,15 @@ extension UnlockedVault {
     /// A new file's header waits for its first write (see `makeNode`); a crash that lands after its
     /// record was journaled and before the header was written (or reached the disk) leaves an empty
     /// blob. Nothing of the file was on disk, so it comes back as an empty file with a new header.
-    private func recreateEmptyBlob(_ node: inout Inode) throws -> String? {
+    /// The blob's file is written in place, never removed and made again: a crash in between would
+    /// leave a durable record naming no blob.
+    private func recreateEmptyBlob(_ node: inout Inode, truncating: Bool = false) throws -> String? {
         let file = try layout.blobFile(node.blobID)
-        try file.remove()
+        if truncating { try file.open(flags: O_RDWR).truncate(to: 0) }
         let name = path(of: node.id).map { String($0.split(separator: "/").last ?? "") } ?? ""
         let blob = try FileBlob.create(file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
                                        headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
-                                       mimeType: node.mimeType, version: node.contentVersion)
+                                       mimeType: node.mimeType, version: node.contentVersion, reusingEmptyFile: true)
         try blob.sync()
         guard node.size > 0 else { return nil }
         node.size = 0

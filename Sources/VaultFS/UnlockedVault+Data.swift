@@ -26,7 +26,7 @@ extension UnlockedVault {
         if write { try requireWritable() }
         // First write this session: mark the record and bump the content version (durably), then
         // reseal the header with it — in that order, so a crash in between is tolerated and repaired.
-        let (node, joined, reseal) = try meta.withLock { s -> (Inode, OpenFile?, Bool) in
+        let (node, joined, joinedName, reseal) = try meta.withLock { s -> (Inode, OpenFile?, String, Bool) in
             var node = try s.record(id)
             guard node.kind == .file else { throw FSError(node.kind == .directory ? EISDIR : EINVAL) }
             let reseal = write && !node.needsCheck
@@ -35,26 +35,55 @@ extension UnlockedVault {
                 node.contentVersion += 1
                 try s.commit([.putInode(node)])
             }
-            guard let open = s.openFiles[id] else { return (node, nil, reseal) }
+            guard let open = s.openFiles[id] else { return (node, nil, "", reseal) }
             open.handles += 1
             if write { open.writers += 1 }
-            return (node, open, reseal)
+            return (node, open, open.headerName, reseal)
         }
-        if reseal { try syncJournal() }
         let file: OpenFile
-        if let joined {
-            if reseal { try writeHeader(joined.blob, for: node, name: joined.headerName) }
-            file = joined
-        } else {
-            let (blob, info) = try openBlob(node, writable: !readOnly)
-            if reseal { try writeHeader(blob, for: node, name: info.name) }
-            file = try publishOpenFile(id, blob: blob, headerName: info.name, write: write)
+        do {
+            if reseal { try syncJournal() }
+            if let joined {
+                if reseal { try writeHeader(joined.blob, for: node, name: joinedName) }
+                file = joined
+            } else {
+                file = try openAndPublish(id, recorded: node, write: write, reseal: reseal)
+            }
+        } catch {
+            meta.withLock { s in
+                if let joined {
+                    joined.handles -= 1
+                    if write { joined.writers -= 1 }
+                }
+                // The record may say the new version while the header still says the old one: its mark
+                // must survive close, so that the next open accepts and repairs the pair.
+                if reseal { s.unrepaired.insert(id) }
+            }
+            throw error
         }
         let handle = FileHandle(id: id, writable: write, append: append, file: file)
         if truncate && write {
             do { try setSize(handle.id, to: 0) } catch { release(handle); throw error }
         }
         return handle
+    }
+
+    /// Opens the blob and publishes it. The record was read before the lock was let go; if another open
+    /// has since raised the content version and resealed the header, the header no longer matches
+    /// it: the record is read again and the blob opened once more, instead of a false alarm.
+    private func openAndPublish(_ id: UInt64, recorded: Inode, write: Bool, reseal: Bool) throws -> OpenFile {
+        var node = recorded
+        while true {
+            do {
+                let (blob, info) = try openBlob(node, writable: !readOnly)
+                if reseal { try writeHeader(blob, for: node, name: info.name) }
+                return try publishOpenFile(id, blob: blob, headerName: info.name, write: write)
+            } catch let error as FormatError where !reseal {
+                let fresh = try meta.withLock { try $0.record(id) }
+                guard fresh.contentVersion != node.contentVersion || fresh.needsCheck != node.needsCheck else { throw error }
+                node = fresh
+            }
+        }
     }
 
     /// Registers a blob opened outside the lock as the file's one open file — unless another open
@@ -223,9 +252,13 @@ extension UnlockedVault {
             let path = path(of: f.id) ?? "(inode \(f.id))"
             do {
                 _ = try reconcile(&node)
+                // Another open may have joined meanwhile: the open file goes on from what the blob holds.
+                f.resetAfterRepair(size: Int(node.size))
                 meta.withLock { s in s.touch(f.id) { $0.size = node.size; $0.contentVersion = node.contentVersion } }
                 report("could not save \(path) (\(error)); it keeps \(node.size) bytes")
             } catch let again {
+                // Its mark survives close: the next open repairs it from the blob.
+                meta.withLock { _ = $0.unrepaired.insert(f.id) }
                 report("could not save \(path) (\(error)), nor bring it back to what is on disk (\(again))")
             }
         }
@@ -234,6 +267,8 @@ extension UnlockedVault {
     /// Writes back `f`'s cached chunk and journals its record; with `durable`, syncs the blob first,
     /// then the journal (after letting go of `meta`), and clears `needsCheck`.
     func commitFile(_ f: OpenFile, durable: Bool) throws {
+        // A snapshot of the open files (fsyncdir, close) may hold one released since: nothing to do.
+        guard meta.withLock({ $0.openFiles[f.id] === f }) else { return }
         try f.lock.withLock {
             try f.writeBack()
             if durable { try f.blob.sync() }
@@ -244,8 +279,9 @@ extension UnlockedVault {
                 guard durable || s.dirtyInodes.contains(f.id) || f.modifiedSinceCommit || s.heldBackHeaders[f.id] != nil else {
                     return nil
                 }
+                // needsCheck stays: a writer may be between the two steps of its open (not counted in
+                // `writers` yet); only close() clears the marks, when nothing else runs.
                 node.size = UInt64(f.size)
-                if durable { node.needsCheck = f.writers > 0 ? node.needsCheck : false }
                 try s.commit([.putInode(node)])
                 f.modifiedSinceCommit = false
                 return durable ? try s.prepareSync() : nil

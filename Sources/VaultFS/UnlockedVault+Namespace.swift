@@ -188,20 +188,13 @@ extension UnlockedVault {
             try renameEntries(&s, from: parent, name: name, to: newParent, newName: newName, mode: mode)
         }
         if let victim = outcome.removed { reapBlob(of: victim) }
-        if let (moved, openBlob) = outcome.reseal {
-            // The index holds the new name; the sealed header keeps a copy (for recovery tools).
-            do {
-                try writeHeader(openBlob ?? self.openBlob(moved, writable: true).0, for: moved, name: newName)
-            } catch {
-                report("rename: the sealed header of \(newName) keeps its old name: \(error)")
-            }
-        }
     }
 
-    /// What a rename leaves to do outside the lock: a replaced file to reap, a header to reseal.
+    /// What a rename leaves to do outside the lock: a replaced file to reap. (The sealed header keeps
+    /// the name the file had when its header was last written: resealing it here, outside the lock,
+    /// could write it from a record another open has moved on from.)
     private struct RenameOutcome {
         var removed: Inode?
-        var reseal: (Inode, FileBlob?)?
     }
 
     private func renameEntries(_ s: inout VaultState, from parent: UInt64, name: String, to newParent: UInt64,
@@ -259,11 +252,6 @@ extension UnlockedVault {
         try s.commit(changes)
         var outcome = RenameOutcome()
         if let victim, s.index.inodes[victim.id] == nil { outcome.removed = victim }
-        if renamedFile {
-            let open = s.openFiles[id]
-            open?.headerName = newName
-            outcome.reseal = (moved, open?.blob)
-        }
         return outcome
     }
 

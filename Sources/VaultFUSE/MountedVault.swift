@@ -9,7 +9,7 @@ import VaultSystem
 public final class MountedVault {
     public let vault: UnlockedVault
     let readOnly: Bool
-    private var lastActivity = Atomic64(monotonicNow())
+    private var lastActivity = Atomic64(MonotonicClock.nanoseconds())
     /// Called once from libfuse's destroy callback, after the loop ends: persist, then wipe.
     var closeError: Error?
     /// Blocks of this size are what `stat` reports (cp and friends size their buffers by it).
@@ -29,11 +29,11 @@ public final class MountedVault {
     public init(vault: UnlockedVault, readOnly: Bool) {
         self.vault = vault
         self.readOnly = readOnly
-        vault.onReport { [weak self] message in self?.log(message) }
+        vault.onReport { [weak self] message in self?.log(.error, message) }
     }
 
-    @inline(__always) func touch() { lastActivity.store(monotonicNow()) }
-    var idleSeconds: Int64 { (monotonicNow() - lastActivity.load()) / 1_000_000_000 }
+    @inline(__always) func touch() { lastActivity.store(MonotonicClock.nanoseconds()) }
+    var idleSeconds: Int64 { (MonotonicClock.nanoseconds() - lastActivity.load()) / 1_000_000_000 }
 
     /// The errno a failed operation replies with. Every I/O error — the host's (a failed read or
     /// write of a blob, a full disk) and data that fails authentication — is logged, without secrets.
@@ -60,12 +60,9 @@ public final class MountedVault {
         SystemLog.log(level, "\(vault.layout.root): \(message)")
     }
 
-    /// What the engine reports it could not do while serving, and the test memory scan: failures.
-    func log(_ message: String) { log(.error, message) }
-
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
-        MemoryScanAtLock.around(vault, log: log) {
+        MemoryScanAtLock.around(vault, log: { self.log(.warning, $0) }) {
             do { try vault.close() } catch {
                 closeError = error
                 log(.error, "could not persist everything at unmount: \(error)")
@@ -74,11 +71,6 @@ public final class MountedVault {
     }
 }
 
-func monotonicNow() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}
 
 /// A 64-bit value read and written from many FUSE threads; a torn read would only skew the idle clock,
 /// but a mutex keeps it exact at negligible cost.

@@ -1,4 +1,5 @@
 internal import CFuse
+internal import CFuseRing
 internal import CFuseWire
 import Glibc
 import VaultCrypto
@@ -101,21 +102,22 @@ public enum Mounter {
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
+            // The lock (an flock, shared with the parent, which has exited) is this process's now:
+            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
+            do { try vault.recordLockHolder() } catch { mounted.log(.warning, "could not record the daemon's PID in mount.lock: \(error)") }
             // Standard error is /dev/null from here on.
             SystemLog.useSyslog()
             for notice in vault.notices { mounted.log(.warning, notice) }
-            // The lock (an flock, shared with the parent, which has exited) is this process's now:
-            // mount.lock must name it, so that "the vault is busy" points at the live daemon.
-            do { try vault.recordLockHolder() } catch { mounted.log("could not record the daemon's PID in mount.lock: \(error)") }
         }
         // After daemonizing: the listening thread must run in the process that serves.
         let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
         mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
         ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")
         _ = fuse_set_signal_handlers(session)
+        var rings: OpaquePointer?
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
-            // If the rings cannot be set up, the device loop alone serves, as without io_uring.
-            _ = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
+            // If the rings cannot be set up (nil), the device loop alone serves, as without io_uring.
+            rings = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
                 var buffer = fuse_buf()
                 buffer.size = length
                 buffer.mem = request
@@ -127,7 +129,7 @@ public enum Mounter {
         ServiceManager.stopping(status: "Unmounting \(mountpoint): saving and locking \(vault.layout.root)")
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
-        vaultaire_ring_finish()  // no request is being served once this returns
+        vaultaire_ring_finish(rings)  // no request is being served once this returns
         fuse_session_destroy(session)  // runs the destroy operation: persist, then wipe
         mounted.close()  // idempotent; covers a loop that ended before destroy ran
         witnesses?.finish(mounted.closeError)
@@ -161,29 +163,5 @@ public enum Mounter {
             return nil
         }, raw)
         pthread_detach(thread)
-    }
-}
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var out = ""
-        var rest = Substring(self)
-        while let r = rest.range(of: target) {
-            out += rest[..<r.lowerBound] + replacement
-            rest = rest[r.upperBound...]
-        }
-        return out + rest
-    }
-}
-
-extension Substring {
-    func range(of target: String) -> Range<Index>? {
-        var i = startIndex
-        while i < endIndex {
-            if self[i...].hasPrefix(target) { return i..<index(i, offsetBy: target.count) }
-            i = index(after: i)
-        }
-        return nil
     }
 }

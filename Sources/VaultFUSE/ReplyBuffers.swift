@@ -1,4 +1,4 @@
-internal import CFuseWire
+internal import CFuseRing
 import Glibc
 
 /// Each worker thread's buffer for read replies, kept for the thread's life instead of allocated and

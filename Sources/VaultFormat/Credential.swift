@@ -92,7 +92,7 @@ public struct Pattern: Equatable {
         let lastColumn = UInt8(ascii: "a") + UInt8(columns) - 1, lastRow = UInt8(ascii: "1") + UInt8(rows) - 1
         var cells: [Int] = []
         for part in text.split(separator: "-") {
-            let p = Array(part.trimmingSpaces.lowercased().utf8)
+            let p = Array(part.trimmingWhitespace.lowercased().utf8)
             guard p.count == 2, (UInt8(ascii: "a")...lastColumn).contains(p[0]), (UInt8(ascii: "1")...lastRow).contains(p[1]) else {
                 throw CredentialError.invalidPattern(
                     "the pattern is not a list of cells from a1 to \(Character(UnicodeScalar(lastColumn)))\(Character(UnicodeScalar(lastRow))) joined by '-'")
@@ -118,11 +118,3 @@ public struct Pattern: Equatable {
     }
 }
 
-extension StringProtocol {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while let f = s.first, f.isWhitespace { s.removeFirst() }
-        while let l = s.last, l.isWhitespace { s.removeLast() }
-        return String(s)
-    }
-}

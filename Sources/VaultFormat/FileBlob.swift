@@ -67,15 +67,18 @@ public final class FileBlob {
     /// reaches the disk with the first write, or at `writeHeldBackHeader`, whichever comes first.
     public static func create(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
                               chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
-                              deferHeader: Bool = false) throws -> FileBlob {
-        let fd = try file.open(flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                              deferHeader: Bool = false, reusingEmptyFile: Bool = false) throws -> FileBlob {
+        // With `reusingEmptyFile` the blob's (empty) file is already there and is written in place:
+        // removing it first would leave a moment where a durable record names no blob at all.
+        let fd = try file.open(flags: reusingEmptyFile ? O_RDWR : O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
         let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
         let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
                                            name: name, mimeType: mimeType, version: version)
         if deferHeader { blob.unwrittenHeader = header } else {
             do { try fd.write(header, at: 0) } catch {
-                try? file.remove()  // an empty blob would be left for nobody (the disk was full)
+                // An empty blob would be left for nobody (the disk was full); a reused one stays empty.
+                if !reusingEmptyFile { try? file.remove() }
                 throw error
             }
         }

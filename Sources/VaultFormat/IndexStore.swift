@@ -29,6 +29,8 @@ public final class IndexStore {
     private let vaultID: [UInt8]
     private let key: SecureBytes
     private var journal: FileDescriptor?
+    /// Set when a failed append's partial record could not be cut off: nothing may follow it.
+    private var tornTail = false
     /// Sequence number of the last change applied (snapshot or journal).
     public private(set) var lastSeq: UInt64 = 0
     public private(set) var snapshotSeq: UInt64 = 0
@@ -136,10 +138,12 @@ public final class IndexStore {
         let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
+        guard !tornTail else { throw SystemError(errno: EIO, operation: "append", path: "index/journal (a cut-short record could not be taken back)") }
         do { try journal.append(rec.bytes) } catch {
             // A record cut short (the disk filled mid-write) would make every later record unreadable:
-            // take it back, so the journal ends where the last whole record ends.
-            try? journal.truncate(to: journalBytes)
+            // take it back, so the journal ends where the last whole record ends — or, if even that
+            // fails, append nothing more (the next open drops the torn tail as after a crash).
+            do { try journal.truncate(to: journalBytes) } catch { tornTail = true }
             throw error
         }
         waiting = []

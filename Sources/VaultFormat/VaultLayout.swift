@@ -62,14 +62,13 @@ public struct VaultLayout {
         path.reserveCapacity(path.count + 2 + 2 * id.count)
         path.append(UInt8(ascii: "/"))
         for (i, byte) in id.enumerated() {
-            path.append(VaultLayout.hexDigits[Int(byte >> 4)])
-            path.append(VaultLayout.hexDigits[Int(byte & 15)])
+            path.append(Hex.digits[Int(byte >> 4)])
+            path.append(Hex.digits[Int(byte & 15)])
             if i == 0 { path.append(UInt8(ascii: "/")) }
         }
         return String(decoding: path, as: UTF8.self)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Creates the directory skeleton (0700 throughout), with all 256 fan-out subdirectories for
     /// blobs: made one at a time with their first blob, they cost a new vault's first few thousand

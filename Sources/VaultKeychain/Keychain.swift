@@ -14,8 +14,8 @@ public enum KeychainItem: Equatable {
     public var account: String {
         switch self {
         case .deviceSalt: return "device-salt"
-        case let .masterKey(id): return "master-key-" + hex(id)
-        case let .generation(id): return "generation-" + hex(id)
+        case let .masterKey(id): return "master-key-" + id.hex
+        case let .generation(id): return "generation-" + id.hex
         }
     }
 
@@ -30,15 +30,11 @@ public enum KeychainItem: Equatable {
     public var vaultID: String? {
         switch self {
         case .deviceSalt: return nil
-        case let .masterKey(id), let .generation(id): return hex(id)
+        case let .masterKey(id), let .generation(id): return id.hex
         }
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
-    let d = Array("0123456789abcdef".utf8)
-    return String(decoding: bytes.flatMap { [d[Int($0 >> 4)], d[Int($0 & 15)]] }, as: UTF8.self)
-}
 
 /// A place to keep device-bound secrets. Backends store opaque bytes; they never fall back to
 /// another place when they fail.

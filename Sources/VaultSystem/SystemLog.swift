@@ -22,8 +22,7 @@ public enum SystemLog {
     }
 
     private static let state = Guarded(false)
-    /// openlog(3) keeps the pointer: this one lives as long as the process. Never written after it is
-    /// made, so sharing it between threads is safe.
+    /// openlog(3) keeps the pointer: this one lives as long as the process and is never written.
     nonisolated(unsafe) private static let identifier = strdup("vaultaire")
 
     /// From now on messages go to syslog, facility LOG_USER, tagged "vaultaire[PID]". The
@@ -57,7 +56,3 @@ public enum SystemLog {
     }
 }
 
-extension String {
-    /// One line per message: a newline inside (from an error's text) would split it in the log.
-    var replacingNewlines: String { String(map { $0 == "\n" ? " " : $0 }) }
-}

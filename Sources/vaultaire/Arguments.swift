@@ -1,3 +1,5 @@
+import VaultSystem
+
 /// A command's arguments after parsing: positionals in order, options by long name.
 struct ParsedArguments {
     /// The command these arguments are for (its spec's name).
@@ -111,6 +113,7 @@ struct CommandSpec {
 }
 
 extension String {
+    /// Left-aligned in `width` columns, with at least one space after.
     func padding(_ width: Int) -> String {
         count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
@@ -120,13 +123,9 @@ extension ParsedArguments {
     /// A positive integer option, or `fallback`.
     func integer(_ name: String, default fallback: Int, command: String) throws -> Int {
         guard let v = value(name) else { return fallback }
-        guard let n = Int(v.replacingUnderscores), n > 0 else {
+        guard let n = Int(v.replacingOccurrences(of: "_", with: "")), n > 0 else {
             throw CLIError.usage("--\(name) needs a positive whole number, got '\(v)'", command: command)
         }
         return n
     }
-}
-
-extension String {
-    var replacingUnderscores: String { String(filter { $0 != "_" }) }
 }

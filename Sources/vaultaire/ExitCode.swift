@@ -1,4 +1,5 @@
 import Glibc
+import VaultBackup
 import VaultCrypto
 import VaultFS
 import VaultFormat
@@ -24,6 +25,10 @@ enum ExitCode: Int32 {
     case mountFailed = 21
     /// A vault or keychain file is a symbolic link or not a regular file.
     case unsafeFile = 22
+    /// rclone could not reach, list, read or write the backup remote.
+    case remoteUnreachable = 23
+    /// An object, manifest or backup header on the backup remote failed its check or is missing.
+    case remoteDamaged = 24
     case usage = 64
     /// A local file (not one inside the vault) or the vault directory itself does not exist.
     case localFileMissing = 66
@@ -65,6 +70,17 @@ func report(_ error: Error) -> (String, ExitCode) {
             return ("Error: \(e)", .keychainUnavailable)
         case .notFound, .invalidKeySize, .corruptItem:
             return ("Error: \(e)", .keychainUnavailable)
+        }
+    case let e as BackupError:
+        switch e {
+        case .remoteUnreachable: return ("Error: \(e)", .remoteUnreachable)
+        case .remoteDamaged: return ("Error: \(e)", .remoteDamaged)
+        case .noBackup: return ("Error: \(e)", .notFound)
+        case .otherVault: return ("Error: \(e)", .alreadyExists)
+        case .rollback: return ("Error: \(e)", .rollback)
+        case .unsupportedVersion: return ("Error: \(e)", .unsupportedVersion)
+        case .restoredWithDamage: return ("Error: \(e)", .damaged)
+        case .rcloneMissing: return ("Error: \(e)", .failure)
         }
     case let e as CredentialError: return ("Error: \(e)", .usage)
     case let e as RecoveryPhraseError: return ("Error: \(e)", .wrongCredential)

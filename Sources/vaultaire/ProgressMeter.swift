@@ -1,4 +1,5 @@
 import Glibc
+import VaultSystem
 
 /// Progress of long work on a terminal: one line on standard error — how much is done (of how much,
 /// when known), the rate and the time left — redrawn in place at most ten times a second. Nothing is
@@ -12,7 +13,7 @@ final class ProgressMeter {
     private let total: Int?
     private let unit: Unit
     private let enabled: Bool
-    private let start = monotonicSeconds()
+    private let start = MonotonicClock.seconds()
     private var lastDraw = 0.0
     private var lastDrawn: Int?
 
@@ -27,7 +28,7 @@ final class ProgressMeter {
 
     func update(_ done: Int) {
         guard enabled else { return }
-        let now = monotonicSeconds()
+        let now = MonotonicClock.seconds()
         guard now - lastDraw >= 0.1 || done == total else { return }
         lastDraw = now
         lastDrawn = done

@@ -6,19 +6,20 @@ import VaultSystem
 /// substitution, or `-` for standard input.
 enum SecretFile {
     /// The credential in `path`, read to its end; one trailing newline is stripped.
-    /// - Throws: `CLIError` with the local-file exit codes (66 missing, 77 denied, 74 otherwise) when
-    ///   the file cannot be opened or read, and `credentialUnavailable` when it is empty or too long.
+    /// - Throws: `CLIError` with exit code `credentialUnavailable` when it cannot be read, is empty
+    ///   or is too long.
     static func read(_ path: String, option: String) throws -> SecureBytes {
-        let source = path == "-" ? "standard input (--\(option) -)" : "the local secret file \(path) (--\(option))"
+        let source = path == "-" ? "standard input (--\(option) -)" : "--\(option) \(path)"
         var owned: FileDescriptor?
         if path != "-" {
             // Opening a FIFO waits for its writer, as reading one should.
             do { owned = try FileDescriptor(path: path, flags: O_RDONLY) } catch let e as SystemError {
-                throw CLIError.message("cannot open \(source): \(PathErrors.reason(e.errno))", localExitCode(e.errno))
+                // A local file that is not there is the local-file error, as for any other command.
+                let code: ExitCode = e.errno == ENOENT ? .localFileMissing : .credentialUnavailable
+                throw CLIError.message("cannot open the local file of \(source): \(String(cString: strerror(e.errno)))", code)
             }
         }
         do { return try SecretStream.readToEnd(owned?.rawValue ?? 0) } catch {
-            if case let .system(e) = error { throw CLIError.message(error.message(source), localExitCode(e.errno)) }
             throw CLIError.message(error.message(source), .credentialUnavailable)
         }
     }

@@ -17,6 +17,8 @@ nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) 
     (GetCommand.spec, GetCommand.run),
     (RemoveCommand.spec, RemoveCommand.run),
     (MakeDirectoryCommand.spec, MakeDirectoryCommand.run),
+    (BackupCommand.spec, BackupCommand.run),
+    (RestoreCommand.spec, RestoreCommand.run),
     (KDFBenchCommand.spec, KDFBenchCommand.run),
     (Version.spec, Version.run),
 ]
@@ -82,12 +84,12 @@ func main() -> Int32 {
         printError("Error: unknown command '\(name)'\nSee 'vaultaire --help'.")
         return ExitCode.usage.rawValue
     }
+    defer { WeakKDFWarning.printIfNoted() }
     return run(command.spec, command.run, argv)
 }
 
 /// Parses `argv` for `spec` and runs the command; errors become one line and an exit code.
 func run(_ spec: CommandSpec, _ body: (ParsedArguments) throws -> Void, _ argv: [String]) -> Int32 {
-    defer { WeakKDFWarning.printIfNoted() }
     do {
         let args = try spec.parse(argv)
         try body(args)

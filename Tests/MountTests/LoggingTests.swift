@@ -74,7 +74,7 @@ final class LoggingTests: MountTestCase {
         XCTAssertEqual(lines(containing: "failed: wrong credential").count, 1, log.joined(separator: "\n"))
         XCTAssertEqual(lines(containing: ": mounted on \(mv.mountpoint)").count, 3, log.joined(separator: "\n"))
         XCTAssertEqual(lines(containing: ": unmounted from \(mv.mountpoint): saved and locked").count, 3, log.joined(separator: "\n"))
-        XCTAssertEqual(lines(containing: ": idle for 1 s: unmounted \(mv.mountpoint) to lock the vault").count, 1, log.joined(separator: "\n"))
+        XCTAssertEqual(lines(containing: ": idle for 1 s: unmounted \(mv.mountpoint)").count, 1, log.joined(separator: "\n"))
         let damage = lines(containing: "read: ")
         XCTAssertGreaterThan(damage.count, 0, log.joined(separator: "\n"))
         XCTAssertTrue(damage.allSatisfy { $0.hasPrefix("<11>") && $0.contains("\(mv.vault): /precious: read: ") && $0.contains("fails authentication") }, damage.joined(separator: "\n"))

@@ -21,5 +21,10 @@ long long vaultaire_peer_uid(int fd);
 /// component of it may be a symbolic link (ELOOP) or leave the directory (EXDEV). glibc 2.36 has no
 /// wrapper, so this is the raw system call.
 int vaultaire_open_beneath(int dirfd, const char *path, int flags, unsigned int mode);
+/// open(directory, O_TMPFILE | O_WRONLY): a file with no name, or -1 (errno EOPNOTSUPP where the
+/// filesystem has no such files).
+int vaultaire_open_unnamed(const char *directory, unsigned int mode);
+/// Gives the unnamed file open as `fd` the name `path` (linkat through /proc/self/fd).
+int vaultaire_name_unnamed(int fd, const char *path);
 
 #endif

@@ -130,12 +130,10 @@ enum GetCommand {
         }
         let vault = try openVault(args, readOnly: true)
         defer { try? vault.close() }
-        let handle = try PathErrors.inVault(source) {
-            let node = try vault.resolve(source)
-            return try vault.open(node.id, write: false)
-        }
+        let node = try PathErrors.inVault(source) { try vault.resolve(source) }
+        let handle = try PathErrors.inVault(source) { try vault.open(node.id, write: false) }
         defer { vault.release(handle) }
-        let progress = ProgressMeter(total: (try? vault.attributes(handle.id)).map { Int($0.size) }, unit: .bytes, quiet: args.has("quiet"))
+        let progress = ProgressMeter(total: Int(node.size), unit: .bytes, quiet: args.has("quiet"))
         if destination == "-" {
             try copyOut(vault, handle, source: source, to: 1, destination: "standard output", progress: progress)
             return
@@ -143,7 +141,8 @@ enum GetCommand {
         // Written beside the destination, renamed over it only once complete: a damaged vault file or
         // an interruption leaves the local file as it was.
         let temporary = try PathErrors.local(destination) { try ReplacementFile(replacing: destination) }
-        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination, progress: progress)
+        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination,
+                    progress: progress)
         try PathErrors.local(destination) { try temporary.commit() }
     }
 
@@ -219,8 +218,4 @@ func currentUmask() -> UInt32 {
     let m = umask(0o022)
     umask(m)
     return UInt32(m)
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }

@@ -106,9 +106,9 @@ enum KDFBenchCommand {
         for (label, iterations) in [("vault", KDFPolicy.vaultIterations), ("recovery", KDFPolicy.recoveryIterations)] {
             var times: [Double] = []
             for _ in 0..<3 {
-                let start = monotonicSeconds()
+                let start = MonotonicClock.seconds()
                 _ = try PBKDF2.deriveSHA512(password: password, salt: salt, iterations: iterations)
-                times.append(monotonicSeconds() - start)
+                times.append(MonotonicClock.seconds() - start)
             }
             let t = times.sorted()[1]
             let perSecond = 1 / t
@@ -119,12 +119,6 @@ enum KDFBenchCommand {
         print("drawn from 10^9 likely choices is not safe. A 4×4 pattern of 4–16 distinct cells has about 5.7×10^13")
         print("possibilities in all, but people draw from a small, predictable part of them.")
     }
-}
-
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 /// A number with three significant decimals, without Foundation's formatter.

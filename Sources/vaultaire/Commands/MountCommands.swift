@@ -97,7 +97,10 @@ enum UnmountCommand {
             throw CLIError.message("no vault is mounted on \(mountpoint)", .notFound)
         }
         // The mount process answers on this socket once it has persisted and wiped (or failed to).
-        let witness = LocalSocket.connect(name: UnmountWitnesses.socketName(device: mount.device))
+        // Abstract names are shared by every user: only a mount process of this user (or root) counts.
+        let witness = LocalSocket.connect(name: UnmountWitnesses.socketName(device: mount.device)).flatMap { socket in
+            LocalSocket.peerUID(socket.rawValue).map { $0 == getuid() || $0 == 0 } == true ? socket : nil
+        }
         // `vaultaire unmount .` from inside the mount: this process's own working directory must not
         // keep the mount busy.
         _ = chdir("/")
@@ -117,7 +120,8 @@ enum UnmountCommand {
         guard let reply = witness.receiveAll(limit: 4096, timeoutSeconds: 600) else {
             throw CLIError.message("unmounted \(mountpoint), but the mount process has not confirmed locking after 10 minutes", .ioError)
         }
-        let text = String(decoding: reply, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        // Printed to a terminal: no control characters get through.
+        let text = String(decoding: reply.prefix { $0 != 10 }.filter { $0 >= 0x20 && $0 != 0x7F }, as: UTF8.self)
         if text == "ok" { return }
         if text.hasPrefix("error: ") {
             throw CLIError.message("unmounted \(mountpoint), but the mount process could not save everything: \(text.dropFirst(7)); "

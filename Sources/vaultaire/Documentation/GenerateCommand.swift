@@ -3,22 +3,19 @@
 enum GenerateCommand {
     static let name = "__generate"
 
-    static func output(_ what: String) -> String? {
-        switch what {
-        case "man": return ManPage.text
-        case "bash": return BashCompletion.text
-        case "zsh": return ZshCompletion.text
-        case "fish": return FishCompletion.text
-        default: return nil
-        }
-    }
+    static let outputs: [String: @Sendable () -> String] = [
+        "man": { ManPage.text },
+        "bash": { BashCompletion.text },
+        "zsh": { ZshCompletion.text },
+        "fish": { FishCompletion.text },
+    ]
 
     static func run(_ argv: [String]) -> Int32 {
-        guard argv.count == 1, let text = output(argv[0]) else {
+        guard argv.count == 1, let make = outputs[argv[0]] else {
             printError("Error: usage: vaultaire \(name) man|bash|zsh|fish")
             return ExitCode.usage.rawValue
         }
-        print(text, terminator: "")
+        print(make(), terminator: "")
         return 0
     }
 }

@@ -2,14 +2,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "caller_placement.h"
-
-static atomic_int usable;
-static int loadavg_fd = -1;
 
 static void *try_round_trip(void *result) {
     struct sched_param none = {0};
@@ -18,8 +15,9 @@ static void *try_round_trip(void *result) {
     return NULL;
 }
 
-int vaultaire_placement_prepare(void) {
-    if (atomic_load(&usable)) return 1;
+int vaultaire_placement_prepare(struct vaultaire_placement *placement) {
+    atomic_store(&placement->usable, 0);
+    placement->loadavg_fd = -1;
     int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     int works = 0;
@@ -29,13 +27,19 @@ int vaultaire_placement_prepare(void) {
         close(fd);
         return 0;
     }
-    loadavg_fd = fd;
-    atomic_store(&usable, 1);
+    placement->loadavg_fd = fd;
+    atomic_store(&placement->usable, 1);
     return 1;
 }
 
+void vaultaire_placement_close(struct vaultaire_placement *placement) {
+    atomic_store(&placement->usable, 0);
+    if (placement->loadavg_fd >= 0) close(placement->loadavg_fd);
+    placement->loadavg_fd = -1;
+}
+
 // The fourth field of /proc/loadavg is "running/total": the tasks runnable right now, this one included.
-static int runnable_tasks(void) {
+static int runnable_tasks(int loadavg_fd) {
     char text[128];
     ssize_t n = pread(loadavg_fd, text, sizeof text - 1, 0);
     if (n <= 0) return -1;
@@ -47,11 +51,21 @@ static int runnable_tasks(void) {
     return atoi(start);
 }
 
-int vaultaire_placement_wanted(void) {
-    // Acquire: loadavg_fd was set before usable was.
-    if (!atomic_load_explicit(&usable, memory_order_acquire)) return 0;
-    int runnable = runnable_tasks();
-    return runnable >= 0 && runnable <= 1;
+static int64_t coarse_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+int vaultaire_placement_wanted(struct vaultaire_placement *placement, struct vaultaire_placement_sample *sample) {
+    if (!atomic_load(&placement->usable)) return 0;
+    int64_t now = coarse_now_ns();
+    if (sample->checked_ns == 0 || now - sample->checked_ns >= VAULTAIRE_PLACEMENT_RECHECK_NS) {
+        int runnable = runnable_tasks(placement->loadavg_fd);
+        sample->quiet = runnable >= 0 && runnable <= 1;
+        sample->checked_ns = now;
+    }
+    return sample->quiet;
 }
 
 void vaultaire_placement_drop(void) {
@@ -59,8 +73,8 @@ void vaultaire_placement_drop(void) {
     (void)sched_setscheduler(0, SCHED_IDLE, &none);
 }
 
-void vaultaire_placement_restore(void) {
+void vaultaire_placement_restore(struct vaultaire_placement *placement) {
     struct sched_param none = {0};
     // The probe showed this works; if the limits changed since, stop dropping (this thread stays idle).
-    if (sched_setscheduler(0, SCHED_OTHER, &none) != 0) atomic_store(&usable, 0);
+    if (sched_setscheduler(0, SCHED_OTHER, &none) != 0) atomic_store(&placement->usable, 0);
 }

@@ -1,0 +1,112 @@
+internal import CFuse
+import Glibc
+import VaultFS
+
+// Open files: open, create, read, write, flush, fsync, release.
+
+/// What an open's flags ask for.
+func accessMode(_ flags: Int32) -> (write: Bool, append: Bool, truncate: Bool) {
+    let accessBits = flags & O_ACCMODE
+    return (accessBits == O_WRONLY || accessBits == O_RDWR, flags & O_APPEND != 0, flags & O_TRUNC != 0)
+}
+
+/// Hands a file handle to the kernel; if the open was interrupted meanwhile, closes it again.
+func replyOpened(_ req: FUSERequest, _ handle: FileHandle, _ fi: UnsafeMutablePointer<fuse_file_info>,
+                 _ mounted: MountedVault, entry: fuse_entry_param? = nil) {
+    // Only this mount changes the vault, so cached pages stay valid across opens.
+    fi.pointee.keep_cache = 1
+    let retained = Unmanaged.passRetained(handle)
+    fi.pointee.fh = UInt64(UInt(bitPattern: retained.toOpaque()))
+    let status: Int32
+    if var entry { status = fuse_reply_create(req, &entry, fi) } else { status = fuse_reply_open(req, fi) }
+    if status != 0 {
+        retained.release()
+        mounted.vault.release(handle)
+    }
+}
+
+@c(vaultaire_op_open)
+func opOpen(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
+    let killsSetID = requestKillsSetID()
+    serve(req, "open") { mounted in
+        let access = accessMode(fi!.pointee.flags)
+        try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)  // open with O_TRUNC
+        // With the kernel's write-back cache, the kernel places appends itself and sends their offsets.
+        let handle = try mounted.vault.open(ino, write: access.write, truncate: access.truncate,
+                                            append: access.append && !mounted.writebackCache)
+        replyOpened(req, handle, fi!, mounted)
+    }
+}
+
+@c(vaultaire_op_create)
+func opCreate(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t, _ fi: FUSEFileInfo) {
+    serve(req, "create") { mounted in
+        let access = accessMode(fi!.pointee.flags)
+        let created = try mounted.vault.create(in: parent, name: try nameString(name),
+                                               permissions: UInt32(mode & 0o7777), caller: caller(req))
+        var handle = created
+        do {
+            if access.append && !mounted.writebackCache {
+                handle = try mounted.vault.open(created.id, write: true, append: true)
+                mounted.vault.release(created)
+            }
+            replyOpened(req, handle, fi!, mounted,
+                        entry: entryParameters(for: try mounted.vault.attributes(handle.id), mounted))
+        } catch {
+            mounted.vault.release(handle)
+            throw error
+        }
+    }
+}
+
+@c(vaultaire_op_read)
+func opRead(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ fi: FUSEFileInfo) {
+    serve(req, "read") { mounted in
+        let handle = try fileHandle(fi)
+        try ReplyBuffers.withBuffer(size: size) { buffer in
+            let n = SplitRead.wanted(size: size)
+                ? try SplitRead.read(mounted.vault, handle, at: Int(offset), into: buffer)
+                : try mounted.vault.read(handle, at: Int(offset), into: buffer)
+            fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
+        }
+    }
+}
+
+@c(vaultaire_op_write)
+func opWrite(_ req: FUSERequest, _ ino: fuse_ino_t, _ buf: CString, _ size: Int, _ offset: off_t,
+             _ fi: FUSEFileInfo) {
+    let killsSetID = requestKillsSetID()
+    serve(req, "write") { mounted in
+        try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)
+        let data = UnsafeRawBufferPointer(start: buf, count: size)
+        let n = try mounted.vault.write(try fileHandle(fi), at: Int(offset), from: data)
+        fuse_reply_write(req, n)
+    }
+}
+
+@c(vaultaire_op_flush)
+func opFlush(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
+    serve(req, "flush") { mounted in
+        try mounted.vault.flush(try fileHandle(fi))
+        replyDone(req)
+    }
+}
+
+@c(vaultaire_op_fsync)
+func opFsync(_ req: FUSERequest, _ ino: fuse_ino_t, _ dataOnly: Int32, _ fi: FUSEFileInfo) {
+    serve(req, "fsync") { mounted in
+        try mounted.vault.fsync(try fileHandle(fi))
+        replyDone(req)
+    }
+}
+
+@c(vaultaire_op_release)
+func opRelease(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
+    serve(req, "release") { mounted in
+        if let handle = stored(fi, as: FileHandle.self) {
+            fi!.pointee.fh = 0
+            mounted.vault.release(handle.takeRetainedValue())
+        }
+        replyDone(req)
+    }
+}
