@@ -11,7 +11,7 @@ enum ExitCode: Int32 {
     case success = 0
     case failure = 1
     case notAVault = 6
-    /// No credential came: its file or standard input was empty or too long, or `--extpass` failed.
+    /// The credential could not be read: its file is missing or unreadable, or `--extpass` failed.
     case credentialUnavailable = 9
     case wrongCredential = 12
     case damaged = 13
