@@ -59,11 +59,13 @@ final class MountHelperTests: MountTestCase {
 
     func testFstabLine() throws {
         let fstab = mv.root + "/fstab"
-        try "# a test fstab: mount -T reads it instead of /etc/fstab\n\(mv.vault) \(mv.mountpoint) fuse.vaultaire noauto,nosuid,nodev,passphrase-file=\(mv.passphraseFile),keychain=file,idle=15m 0 0\n"
+        try "# a test fstab: mount -T reads it instead of /etc/fstab\n\(mv.vault) \(mv.mountpoint) fuse.vaultaire noauto,passphrase-file=\(mv.passphraseFile),keychain=file,idle=15m 0 0\n"
             .write(toFile: fstab, atomically: true, encoding: .utf8)
         try mv.inPrivateNamespace(onPath + """
             mount -T "$ROOT/fstab" "$MNT" || fail "mount by the fstab line"
             [ "$(findmnt -n -o FSTYPE "$MNT")" = fuse.vaultaire ] || fail "type"
+            # mount.fuse3 adds suid and dev to a line without nosuid and nodev; the vault stays without.
+            findmnt -n -o OPTIONS "$MNT" | grep -q 'nosuid,nodev' || fail "not nosuid,nodev: $(findmnt -n -o OPTIONS "$MNT")"
             echo "from fstab" > "$MNT/fstab-note"
             umount "$MNT" || fail "umount"
             wait_locked

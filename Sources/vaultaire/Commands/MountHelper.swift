@@ -13,9 +13,11 @@ enum MountHelper {
     /// The helper form's words as `vaultaire mount`'s arguments.
     static func mountArguments(vault: String, rest: [String]) -> [String] { [vault] + rest }
 
-    /// Options mount(8) and mount.fuse3 pass on that mean nothing to a FUSE mount of a vault.
+    /// Options mount(8) and mount.fuse3 pass on that mean nothing to a FUSE mount of a vault. Among
+    /// them `suid` and `dev`, which mount.fuse3 adds to every mount not marked nosuid or nodev: a vault
+    /// is always mounted nosuid,nodev (docs/SECURITY.md), however it is mounted.
     static let ignored: Set<String> = ["", "rw", "defaults", "auto", "noauto", "user", "users", "nouser", "owner",
-                                       "group", "nofail", "_netdev"]
+                                       "group", "nofail", "_netdev", "suid", "dev"]
     /// Set by vaultaire itself: `vaultaire status` and `unmount` find vaults by them.
     static let reserved: Set<String> = ["fsname", "subtype"]
 

@@ -37,13 +37,14 @@ enum ManPage {
             filesystem of type fuse.vaultaire. The options of \\fBmount\\fR are accepted in -o form \
             (passphrase-file=FILE, extpass=COMMAND, keychain=BACKEND, idle=DURATION, ro or read-only, \
             no-xattrs, no-io-uring, remember); a comma inside a value is written \\e,. Every other option \
-            goes to libfuse (allow_other, nosuid, nodev …). umount(8) and fusermount3 -u lock the vault.
+            goes to libfuse (allow_other, noatime …); a vault is always mounted nosuid,nodev. umount(8) and \
+            fusermount3 -u lock the vault.
             """, raw: true))
         out.append(".PP")
         out.append(".EX")
         out.append(Roff.escape("mount -t fuse.vaultaire ~/Vault ~/Private -o passphrase-file=/root/vault.pw"))
         out.append(Roff.escape("# /etc/fstab"))
-        out.append(Roff.escape("/home/u/Vault /home/u/Private fuse.vaultaire noauto,nosuid,nodev,keychain=file,idle=15m 0 0"))
+        out.append(Roff.escape("/home/u/Vault /home/u/Private fuse.vaultaire noauto,keychain=file,idle=15m 0 0"))
         out.append(".EE")
         out.append(".SH SYSTEMD")
         out.append(paragraph("""
