@@ -118,7 +118,7 @@ public final class Rclone {
     /// "2026/12/04 15:50:01 NOTICE: 1.2 MiB / 10 MiB, 12%, 1 MiB/s, ETA 7s" → the part after NOTICE.
     static func statistics(_ line: String) -> String {
         guard let r = line.range(of: "NOTICE: ") else { return line }
-        return String(line[r.upperBound...]).trimmingCharacters(in: " \t")
+        return line[r.upperBound...].trimmingWhitespace
     }
 
     /// Every file under the backup's root as "path;size" (paths relative to it), or nil when the root
@@ -150,14 +150,5 @@ public final class Rclone {
     public func delete(listFile: String) throws {
         let r = try run(["delete", "--files-from", listFile, "--", remote])
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
     }
 }

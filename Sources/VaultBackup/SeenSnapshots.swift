@@ -29,7 +29,7 @@ public struct SeenSnapshots {
     public func newest(vaultID: [UInt8], remote: String) throws -> UInt64 {
         let path = try file(vaultID: vaultID, remote: remote)
         guard FileSystem.exists(path) else { return 0 }
-        let text = String(decoding: try FileSystem.readFile(path, limit: 64), as: UTF8.self).trimmingCharacters(in: " \n")
+        let text = String(decoding: try FileSystem.readFile(path, limit: 64), as: UTF8.self).trimmingWhitespace
         guard let id = UInt64(text) else { throw FormatError.malformed("backup state file \(path)") }
         return id
     }
