@@ -25,9 +25,16 @@ let package = Package(
         // so the include paths are given here directly.
         .target(
             name: "CSecretService",
-            cSettings: [.unsafeFlags(["-I/usr/include/libsecret-1", "-I/usr/include/glib-2.0",
-                                      "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include", "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include"])],
-            linkerSettings: [.linkedLibrary("secret-1"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]),
+            cSettings: [
+                .unsafeFlags([
+                    "-I/usr/include/libsecret-1", "-I/usr/include/glib-2.0",
+                    "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include", "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include",
+                ])
+            ],
+            linkerSettings: [
+                .linkedLibrary("secret-1"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                .linkedLibrary("glib-2.0"),
+            ]),
 
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CSystemShims"),
@@ -36,25 +43,37 @@ let package = Package(
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
         // Ciphertext backups through rclone: the backup format (headers, manifests) and its logic.
-        .target(name: "VaultBackup", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
-        .target(name: "VaultFUSE", dependencies: ["CFuse", "CFuseWire", "CFuseRing", "VaultFS", "VaultFormat", "VaultSystem"]),
+        .target(
+            name: "VaultBackup",
+            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
+        .target(
+            name: "VaultFUSE",
+            dependencies: ["CFuse", "CFuseWire", "CFuseRing", "VaultFS", "VaultFormat", "VaultSystem"]),
         .executableTarget(
             name: "vaultaire",
-            dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup"]),
+            dependencies: [
+                "VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup",
+            ]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultSystem"]),
-        .testTarget(name: "VaultFSTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"],
-                    resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "VaultFSTests",
+            dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"],
+            resources: [.copy("Fixtures")]),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "MountTests", dependencies: ["TestSupport"]),
         // The C transport's bounds checks, in C (a test executable), run by RingBoundsTests.
-        .executableTarget(name: "ring-bounds-tests", dependencies: ["CFuseRing", "CFuseWire"], path: "Tests/RingBoundsTests"),
+        .executableTarget(
+            name: "ring-bounds-tests", dependencies: ["CFuseRing", "CFuseWire"], path: "Tests/RingBoundsTests"),
         .testTarget(name: "TransportTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "BackupTests", dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
-        .testTarget(name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
+        .testTarget(
+            name: "BackupTests",
+            dependencies: ["VaultBackup", "VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "TestSupport"]),
+        .testTarget(
+            name: "KeychainTests", dependencies: ["VaultCrypto", "VaultKeychain", "VaultSystem", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

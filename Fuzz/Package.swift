@@ -8,12 +8,16 @@ let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "F
 let package = Package(
     name: "VaultaireFuzz",
     dependencies: [.package(name: "Vaultaire", path: "..")],
-    targets: [.target(name: "FuzzDriver")] + targets.map { name in
-        .executableTarget(
-            name: name,
-            dependencies: ["FuzzDriver", .product(name: "VaultFormat", package: "Vaultaire"), .product(name: "VaultCrypto", package: "Vaultaire"),
-                           .product(name: "VaultSystem", package: "Vaultaire")],
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])])
-    },
+    targets: [.target(name: "FuzzDriver")]
+        + targets.map { name in
+            .executableTarget(
+                name: name,
+                dependencies: [
+                    "FuzzDriver", .product(name: "VaultFormat", package: "Vaultaire"),
+                    .product(name: "VaultCrypto", package: "Vaultaire"),
+                    .product(name: "VaultSystem", package: "Vaultaire"),
+                ],
+                swiftSettings: [.unsafeFlags(["-parse-as-library"])])
+        },
     swiftLanguageModes: [.v5]
 )

@@ -27,8 +27,10 @@ public enum Backup {
     /// Makes a snapshot of the vault at `path` on `rclone`'s remote. The vault's writers' lock is held
     /// while its files are read (hashed and uploaded), so a writer can neither start nor be running:
     /// `FSError(EBUSY)` while one has the vault open.
-    public static func run(vault path: String, master: SecureBytes, keychain: Keychain?, rclone: Rclone, keep: Int,
-                           status: (String) -> Void, notice: (String) -> Void) throws -> Summary {
+    public static func run(
+        vault path: String, master: SecureBytes, keychain: Keychain?, rclone: Rclone, keep: Int,
+        status: (String) -> Void, notice: (String) -> Void
+    ) throws -> Summary {
         precondition(keep >= 1)
         let layout = VaultLayout(root: FileSystem.canonicalPath(path) ?? path)
         let header = try layout.readHeader()
@@ -45,25 +47,33 @@ public enum Backup {
         try remote.fetchManifests(stay)
         var kept: [Manifest] = []
         for id in stay {
-            guard try remote.preamble(id).vaultID == header.vaultID else { throw BackupError.otherVault(remote: rclone.remote) }
+            guard try remote.preamble(id).vaultID == header.vaultID else {
+                throw BackupError.otherVault(remote: rclone.remote)
+            }
             kept.append(try remote.manifest(id, master: master))
         }
         let seen = try SeenSnapshots()
         let seenID = try seen.newest(vaultID: header.vaultID, remote: rclone.remote)
         if (existing.last ?? 0) < seenID {
-            notice("remote \(rclone.remote): its newest snapshot is \(existing.last.map(String.init) ?? "none"), older than \(seenID), which this device made or saw there")
+            notice(
+                "remote \(rclone.remote): its newest snapshot is \(existing.last.map(String.init) ?? "none"), older than \(seenID), which this device made or saw there"
+            )
         }
         let id = max(existing.last ?? 0, seenID) + 1
         summary.snapshot = id
 
         let staging = try Staging(what: "backup")
-        var manifest = Manifest(vaultID: header.vaultID, id: id, headerHash: headerHash, created: 0, generation: 0,
-                                files: 0, fileBytes: 0, entries: [])
+        var manifest = Manifest(
+            vaultID: header.vaultID, id: id, headerHash: headerHash, created: 0, generation: 0,
+            files: 0, fileBytes: 0, entries: [])
         try VaultAccess.withWriterLock(at: layout.root, notice: notice) {
             // The vault wipes the key it is given when it closes: it gets a copy.
-            let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: keychain, readOnly: true)
+            let vault = try VaultAccess.open(
+                at: layout.root, master: master.slice(0..<master.count), keychain: keychain, readOnly: true)
             for n in vault.notices { notice(n) }
-            (manifest.generation, manifest.files, manifest.fileBytes) = (vault.generation, UInt64(vault.contentSummary.files), vault.contentSummary.bytes)
+            (manifest.generation, manifest.files, manifest.fileBytes) = (
+                vault.generation, UInt64(vault.contentSummary.files), vault.contentSummary.bytes
+            )
             try vault.close()
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
@@ -80,7 +90,10 @@ public enum Backup {
                 let object = BackupFormat.objectPath(hash)
                 // Present only whole: an object of another size is what an interrupted upload left, and is
                 // replaced (its name fixes its only right content).
-                if remote.contents.objectSizes[object] == size { summary.objectsPresent += 1; continue }
+                if remote.contents.objectSizes[object] == size {
+                    summary.objectsPresent += 1
+                    continue
+                }
                 guard staged.insert(object).inserted else { continue }
                 try staging.link("upload/" + object, to: layout.root + "/" + p)
                 toUpload.append(object)
@@ -95,7 +108,8 @@ public enum Backup {
             if !toUpload.isEmpty {
                 status("uploading \(toUpload.count) objects")
                 // rclone reads the vault's files (through the links) while the lock is still held.
-                try rclone.upload(from: staging.path + "/upload", listFile: try staging.writeList("upload.list", toUpload))
+                try rclone.upload(
+                    from: staging.path + "/upload", listFile: try staging.writeList("upload.list", toUpload))
             }
         }
         manifest.entries.sort { $0.path < $1.path }
@@ -107,21 +121,28 @@ public enum Backup {
         summary.manifestBytes = sealed.count
         try staging.write("manifest/" + BackupFormat.snapshotPath(id), sealed)
         status("uploading the manifest of snapshot \(id)")
-        try rclone.upload(from: staging.path + "/manifest", listFile: try staging.writeList("manifest.list", [BackupFormat.snapshotPath(id)]))
+        try rclone.upload(
+            from: staging.path + "/manifest",
+            listFile: try staging.writeList("manifest.list", [BackupFormat.snapshotPath(id)]))
         try seen.record(id, vaultID: header.vaultID, remote: rclone.remote)
 
-        try prune(remote: remote, kept: Array(kept.suffix(keep - 1)) + [manifest], all: existing + [id], staging: staging, summary: &summary, status: status)
+        try prune(
+            remote: remote, kept: Array(kept.suffix(keep - 1)) + [manifest], all: existing + [id], staging: staging,
+            summary: &summary, status: status)
         return summary
     }
 
     /// Deletes the snapshots not in `kept`, then every object and backup header no kept manifest names.
-    static func prune(remote: RemoteBackup, kept: [Manifest], all: [UInt64], staging: Staging, summary: inout Summary,
-                      status: (String) -> Void) throws {
+    static func prune(
+        remote: RemoteBackup, kept: [Manifest], all: [UInt64], staging: Staging, summary: inout Summary,
+        status: (String) -> Void
+    ) throws {
         let keptIDs = Set(kept.map(\.id))
         let removedSnapshots = all.filter { !keptIDs.contains($0) }
         let needed = Set(kept.flatMap { $0.entries.map { BackupFormat.objectPath($0.hash) } })
         let neededKeys = Set(kept.map { $0.headerHash.hex })
-        let garbage = remote.contents.objects.subtracting(needed).sorted()
+        let garbage =
+            remote.contents.objects.subtracting(needed).sorted()
             + remote.contents.keys.subtracting(neededKeys).sorted().map { BackupFormat.keysDirectory + "/" + $0 }
         summary.snapshotsKept = kept.count
         summary.snapshotsRemoved = removedSnapshots.count
@@ -130,7 +151,9 @@ public enum Backup {
         // snapshot without its objects.
         if !removedSnapshots.isEmpty {
             status("removing \(removedSnapshots.count) old snapshot(s)")
-            try remote.rclone.delete(listFile: try staging.writeList("prune-snapshots.list", removedSnapshots.map(BackupFormat.snapshotPath)))
+            try remote.rclone.delete(
+                listFile: try staging.writeList("prune-snapshots.list", removedSnapshots.map(BackupFormat.snapshotPath))
+            )
         }
         if !garbage.isEmpty {
             status("removing \(garbage.count) object(s) no kept snapshot needs")

@@ -20,17 +20,21 @@ public enum BackupError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .remoteUnreachable(remote, reason): return "remote \(remote): unreachable: \(reason)"
-        case let .remoteDamaged(remote, what): return "remote \(remote): backup damaged: \(what)"
-        case let .noBackup(remote, what): return "remote \(remote): \(what)"
-        case let .otherVault(remote): return "remote \(remote): holds the backups of another vault"
-        case let .rollback(remote, seen, found):
-            return "remote \(remote): snapshot \(found) is older than snapshot \(seen), the newest this device has seen there (a rollback; restore it anyway with --accept-rollback)"
-        case let .restoredWithDamage(target, damaged, first):
-            return "in-vault \(target): restored, but \(damaged) file(s) fail verification, as they did when backed up (first \(first)); see 'vaultaire verify'"
-        case let .rcloneMissing(reason): return "local: rclone cannot be run (\(reason)); install Debian's rclone package"
-        case let .unsupportedVersion(remote, version):
-            return "remote \(remote): unsupported backup format version \(version) (this build reads version \(BackupFormat.version))"
+        case .remoteUnreachable(let remote, let reason): return "remote \(remote): unreachable: \(reason)"
+        case .remoteDamaged(let remote, let what): return "remote \(remote): backup damaged: \(what)"
+        case .noBackup(let remote, let what): return "remote \(remote): \(what)"
+        case .otherVault(let remote): return "remote \(remote): holds the backups of another vault"
+        case .rollback(let remote, let seen, let found):
+            return
+                "remote \(remote): snapshot \(found) is older than snapshot \(seen), the newest this device has seen there (a rollback; restore it anyway with --accept-rollback)"
+        case .restoredWithDamage(let target, let damaged, let first):
+            return
+                "in-vault \(target): restored, but \(damaged) file(s) fail verification, as they did when backed up (first \(first)); see 'vaultaire verify'"
+        case .rcloneMissing(let reason):
+            return "local: rclone cannot be run (\(reason)); install Debian's rclone package"
+        case .unsupportedVersion(let remote, let version):
+            return
+                "remote \(remote): unsupported backup format version \(version) (this build reads version \(BackupFormat.version))"
         }
     }
 }

@@ -40,11 +40,11 @@ public enum BackupFormat {
 
 /// What a listing of the remote shows, parsed from its paths; anything else there is ignored.
 public struct RemoteContents {
-    public var objects = Set<String>()       // "objects/ab/cdef…"
+    public var objects = Set<String>()  // "objects/ab/cdef…"
     /// Each object's size as listed: an upload cut short leaves a shorter object under the right name.
     public var objectSizes: [String: UInt64] = [:]
-    public var keys = Set<String>()          // 64 hex digits
-    public var snapshots: [UInt64] = []      // ascending
+    public var keys = Set<String>()  // 64 hex digits
+    public var snapshots: [UInt64] = []  // ascending
 
     /// Parses `rclone lsf -R --files-only --format ps` lines: "path;size".
     public init(listing: [String]) {
@@ -54,12 +54,14 @@ public struct RemoteContents {
             let size = fields.count > 1 ? UInt64(fields[1]) : nil
             let parts = line.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             switch (parts.first, parts.count) {
-            case (BackupFormat.objectsDirectory?, 3) where parts[1].count == 2 && parts[2].count == 62 && RemoteContents.isHex(parts[1] + parts[2]):
+            case (BackupFormat.objectsDirectory?, 3)
+            where parts[1].count == 2 && parts[2].count == 62 && RemoteContents.isHex(parts[1] + parts[2]):
                 objects.insert(line)
                 objectSizes[line] = size
             case (BackupFormat.keysDirectory?, 2) where parts[1].count == 64 && RemoteContents.isHex(parts[1]):
                 keys.insert(parts[1])
-            case (BackupFormat.snapshotsDirectory?, 2) where parts[1].count == 10 && parts[1].allSatisfy({ $0.isASCII && $0.isNumber }):
+            case (BackupFormat.snapshotsDirectory?, 2)
+            where parts[1].count == 10 && parts[1].allSatisfy({ $0.isASCII && $0.isNumber }):
                 if let id = UInt64(parts[1]) { snapshots.append(id) }
             default:
                 continue

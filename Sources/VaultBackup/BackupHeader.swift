@@ -34,24 +34,34 @@ public struct BackupHeader: Equatable {
     public init(of header: VaultHeader) throws {
         let v = header.encoded()
         var w = ByteWriter(capacity: BackupHeader.encodedSize)
-        w.raw(BackupHeader.magic); w.u16(UInt16(BackupFormat.version))
-        w.raw(v[0..<24]); w.raw(v[24..<27]); w.raw(v[99..<195]); w.raw(v[195..<259])
+        w.raw(BackupHeader.magic)
+        w.u16(UInt16(BackupFormat.version))
+        w.raw(v[0..<24])
+        w.raw(v[24..<27])
+        w.raw(v[99..<195])
+        w.raw(v[195..<259])
         try self.init(decoding: w.bytes)
     }
 
     /// Parses a backup header; `unsupportedVersion` for a backup format this build does not read.
     public init(decoding bytes: [UInt8]) throws {
-        guard bytes.count >= 6, Array(bytes[0..<4]) == BackupHeader.magic else { throw FormatError.malformed("backup header magic") }
+        guard bytes.count >= 6, Array(bytes[0..<4]) == BackupHeader.magic else {
+            throw FormatError.malformed("backup header magic")
+        }
         let version = Int(bytes[4]) | Int(bytes[5]) << 8
         guard version == BackupFormat.version else { throw BackupFormatError.unsupportedVersion(version) }
-        guard bytes.count == BackupHeader.encodedSize else { throw FormatError.malformed("backup header size \(bytes.count)") }
+        guard bytes.count == BackupHeader.encodedSize else {
+            throw FormatError.malformed("backup header size \(bytes.count)")
+        }
         // The vault header's layout with a blank credential envelope; its decoder checks the prefix
         // (magic, vault format version, chunk size, reserved byte) and the credential kind.
         var v = ByteWriter(capacity: VaultHeader.encodedSize)
-        v.raw(bytes[6..<30]); v.raw(bytes[30..<33])
+        v.raw(bytes[6..<30])
+        v.raw(bytes[30..<33])
         v.raw(bytes[129..<133])  // the credential count: the backup envelope's
         v.raw([UInt8](repeating: 0, count: 8 + 12 + 48))
-        v.raw(bytes[33..<129]); v.raw(bytes[129..<193])
+        v.raw(bytes[33..<129])
+        v.raw(bytes[129..<193])
         self.bytes = bytes
         self.vaultHeader = try VaultHeader(decoding: v.bytes)
     }

@@ -12,8 +12,10 @@ public enum Listing {
 
     /// The snapshots, oldest first; `notice` hears when the newest is older than one this device has
     /// seen there (newer snapshots deleted: a rollback).
-    public static func run(rclone: Rclone, unlocking: Restore.Unlocking, status: (String) -> Void,
-                           notice: (String) -> Void = { _ in }) throws -> [Row] {
+    public static func run(
+        rclone: Rclone, unlocking: Restore.Unlocking, status: (String) -> Void,
+        notice: (String) -> Void = { _ in }
+    ) throws -> [Row] {
         let remote = try RemoteBackup(rclone: rclone, requireSnapshot: true)
         status("fetching \(remote.contents.snapshots.count) manifests")
         try remote.fetchManifests(remote.contents.snapshots)
@@ -22,13 +24,21 @@ public enum Listing {
         defer { master.wipe() }
         var rows: [Row] = []
         for id in remote.contents.snapshots {
-            do { rows.append(Row(id: id, manifest: try remote.manifest(id, master: master))) } catch let BackupError.remoteDamaged(_, what) {
+            do { rows.append(Row(id: id, manifest: try remote.manifest(id, master: master))) } catch let
+                BackupError.remoteDamaged(_, what)
+            {
                 rows.append(Row(id: id, damage: what))
             }
         }
-        if let vaultID = rows.last(where: { $0.manifest != nil })?.manifest?.vaultID, let best = rows.last(where: { $0.manifest != nil })?.id {
+        if let vaultID = rows.last(where: { $0.manifest != nil })?.manifest?.vaultID,
+            let best = rows.last(where: { $0.manifest != nil })?.id
+        {
             let seen = try SeenSnapshots().newest(vaultID: vaultID, remote: rclone.remote)
-            if best < seen { notice("remote \(rclone.remote): the newest snapshot is \(best), older than snapshot \(seen), which this device has seen there (a rollback)") }
+            if best < seen {
+                notice(
+                    "remote \(rclone.remote): the newest snapshot is \(best), older than snapshot \(seen), which this device has seen there (a rollback)"
+                )
+            }
             try SeenSnapshots().record(best, vaultID: vaultID, remote: rclone.remote)
         }
         return rows

@@ -27,7 +27,11 @@ public struct Manifest: Equatable {
         public var path: String
         public var size: UInt64
         public var hash: [UInt8]
-        public init(path: String, size: UInt64, hash: [UInt8]) { self.path = path; self.size = size; self.hash = hash }
+        public init(path: String, size: UInt64, hash: [UInt8]) {
+            self.path = path
+            self.size = size
+            self.hash = hash
+        }
     }
 
     public var vaultID: [UInt8]
@@ -39,10 +43,17 @@ public struct Manifest: Equatable {
     public var fileBytes: UInt64
     public var entries: [Entry]
 
-    public init(vaultID: [UInt8], id: UInt64, headerHash: [UInt8], created: Int64, generation: UInt64,
-                files: UInt64, fileBytes: UInt64, entries: [Entry]) {
-        self.vaultID = vaultID; self.id = id; self.headerHash = headerHash; self.created = created
-        self.generation = generation; self.files = files; self.fileBytes = fileBytes
+    public init(
+        vaultID: [UInt8], id: UInt64, headerHash: [UInt8], created: Int64, generation: UInt64,
+        files: UInt64, fileBytes: UInt64, entries: [Entry]
+    ) {
+        self.vaultID = vaultID
+        self.id = id
+        self.headerHash = headerHash
+        self.created = created
+        self.generation = generation
+        self.files = files
+        self.fileBytes = fileBytes
         self.entries = entries.sorted { $0.path < $1.path }
     }
 
@@ -60,28 +71,43 @@ public struct Manifest: Equatable {
         guard bytes.count >= 6, Array(bytes[0..<4]) == magic else { throw FormatError.malformed("manifest magic") }
         let version = Int(bytes[4]) | Int(bytes[5]) << 8
         guard version == BackupFormat.version else { throw BackupFormatError.unsupportedVersion(version) }
-        guard bytes.count >= publicSize + 12 + 16, bytes.count <= maximumSize else { throw FormatError.malformed("manifest size \(bytes.count)") }
+        guard bytes.count >= publicSize + 12 + 16, bytes.count <= maximumSize else {
+            throw FormatError.malformed("manifest size \(bytes.count)")
+        }
         var r = ByteReader(Array(bytes[6..<publicSize]), what: "manifest")
         return Preamble(vaultID: try r.raw(16), id: try r.u64(), headerHash: try r.raw(32))
     }
 
     private var publicPart: [UInt8] {
         var w = ByteWriter(capacity: Manifest.publicSize)
-        w.raw(Manifest.magic); w.u16(UInt16(BackupFormat.version)); w.raw(vaultID); w.u64(id); w.raw(headerHash)
+        w.raw(Manifest.magic)
+        w.u16(UInt16(BackupFormat.version))
+        w.raw(vaultID)
+        w.u64(id)
+        w.raw(headerHash)
         return w.bytes
     }
 
     /// The sealed manifest, ready to upload.
     public func sealed(master: SecureBytes) throws -> [UInt8] {
         var body = ByteWriter(capacity: 40 + entries.count * 96)
-        body.i64(created); body.u64(generation); body.u64(files); body.u64(fileBytes)
+        body.i64(created)
+        body.u64(generation)
+        body.u64(files)
+        body.u64(fileBytes)
         body.u32(UInt32(entries.count))
-        for e in entries { body.string(e.path); body.u64(e.size); body.raw(e.hash) }
+        for e in entries {
+            body.string(e.path)
+            body.u64(e.size)
+            body.raw(e.hash)
+        }
         let key = try BackupFormat.manifestKey(master: master)
         defer { key.wipe() }
         let nonce = try SecureRandom.bytes(12)
         let head = publicPart
-        return head + nonce + (try AESGCM.seal(body.bytes, using: key, nonce: nonce, authenticating: Array(BackupFormat.manifestLabel.utf8) + head))
+        return head + nonce
+            + (try AESGCM.seal(
+                body.bytes, using: key, nonce: nonce, authenticating: Array(BackupFormat.manifestLabel.utf8) + head))
     }
 
     /// Authenticates and parses a sealed manifest; `damaged` when it does not authenticate or parse.
@@ -92,23 +118,34 @@ public struct Manifest: Equatable {
         let nonce = Array(bytes[Manifest.publicSize..<Manifest.publicSize + 12])
         let aad = Array(BackupFormat.manifestLabel.utf8) + Array(bytes[0..<Manifest.publicSize])
         let body: [UInt8]
-        do { body = try AESGCM.open(Array(bytes[(Manifest.publicSize + 12)...]), using: key, nonce: nonce, authenticating: aad) } catch CryptoError.authenticationFailure {
+        do {
+            body = try AESGCM.open(
+                Array(bytes[(Manifest.publicSize + 12)...]), using: key, nonce: nonce, authenticating: aad)
+        } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("manifest of snapshot \(pre.id) fails authentication")
         }
         var r = ByteReader(body, what: "manifest")
-        created = try r.i64(); generation = try r.u64(); files = try r.u64(); fileBytes = try r.u64()
+        created = try r.i64()
+        generation = try r.u64()
+        files = try r.u64()
+        fileBytes = try r.u64()
         let n = Int(try r.u32())
         guard n <= Manifest.maximumEntries else { throw FormatError.malformed("manifest: \(n) entries") }
         var list: [Entry] = []
         list.reserveCapacity(n)
         for _ in 0..<n {
             let e = Entry(path: try r.string(), size: try r.u64(), hash: try r.raw(32))
-            guard Manifest.isVaultPath(e.path) else { throw FormatError.malformed("manifest: path '\(e.path)' is not a vault file") }
+            guard Manifest.isVaultPath(e.path) else {
+                throw FormatError.malformed("manifest: path '\(e.path)' is not a vault file")
+            }
             if let last = list.last, last.path >= e.path { throw FormatError.malformed("manifest: paths out of order") }
             list.append(e)
         }
         try r.expectEnd()
-        vaultID = pre.vaultID; id = pre.id; headerHash = pre.headerHash; entries = list
+        vaultID = pre.vaultID
+        id = pre.id
+        headerHash = pre.headerHash
+        entries = list
     }
 
     /// The only paths a manifest may name (so a restore never writes outside the new vault):

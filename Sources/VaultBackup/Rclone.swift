@@ -33,12 +33,19 @@ public final class Rclone {
         /// rclone's last error line without its timestamp, for a one-line message.
         var reason: String {
             let lines = String(decoding: stderr, as: UTF8.self).split(separator: "\n").map(String.init)
-            let pick = lines.last(where: { $0.contains("ERROR") || $0.contains("Failed") || $0.contains("CRITICAL") }) ?? lines.last ?? "exit status \(status)"
+            let pick =
+                lines.last(where: { $0.contains("ERROR") || $0.contains("Failed") || $0.contains("CRITICAL") }) ?? lines
+                .last ?? "exit status \(status)"
             var text = pick
             // "2026/12/04 15:48:43 " before each line.
-            if text.count > 20, text.prefix(20).allSatisfy({ $0.isNumber || $0 == "/" || $0 == ":" || $0 == " " }) { text = String(text.dropFirst(20)) }
-            if let r = text.range(of: "ERROR : ") { text = String(text[r.upperBound...]) }
-            else if let r = text.range(of: "CRITICAL: ") { text = String(text[r.upperBound...]) }
+            if text.count > 20, text.prefix(20).allSatisfy({ $0.isNumber || $0 == "/" || $0 == ":" || $0 == " " }) {
+                text = String(text.dropFirst(20))
+            }
+            if let r = text.range(of: "ERROR : ") {
+                text = String(text[r.upperBound...])
+            } else if let r = text.range(of: "CRITICAL: ") {
+                text = String(text[r.upperBound...])
+            }
             return String(text.prefix(300))
         }
     }
@@ -51,15 +58,19 @@ public final class Rclone {
         // Flags go right after the subcommand: the paths come last, after "--", so that a remote
         // named like a flag is never read as one.
         var args = [program] + arguments.prefix(1)
-        if statistics && progress != nil { args += ["--stats", "1s", "--stats-one-line", "--stats-log-level", "NOTICE"] }
+        if statistics && progress != nil {
+            args += ["--stats", "1s", "--stats-one-line", "--stats-log-level", "NOTICE"]
+        }
         args += arguments.dropFirst()
-        var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
+        var out: [Int32] = [-1, -1]
+        var err: [Int32] = [-1, -1]
         // pipe2 is not visible to Swift here; the command is single-threaded, so setting
         // FD_CLOEXEC right after pipe() leaves no window for another spawn to inherit them.
         guard Rclone.pipeCloseOnExec(&out) else { throw SystemError(errno: errno, operation: "pipe") }
         guard Rclone.pipeCloseOnExec(&err) else {
             let e = errno
-            close(out[0]); close(out[1])
+            close(out[0])
+            close(out[1])
             throw SystemError(errno: e, operation: "pipe")
         }
         var actions = posix_spawn_file_actions_t()
@@ -72,14 +83,19 @@ public final class Rclone {
         defer { for p in cArgs { free(p) } }
         var pid = pid_t()
         let rc = posix_spawnp(&pid, program, &actions, nil, cArgs, environ)
-        close(out[1]); close(err[1])
+        close(out[1])
+        close(err[1])
         guard rc == 0 else {
-            close(out[0]); close(err[0])
+            close(out[0])
+            close(err[0])
             throw BackupError.rcloneMissing(reason: "\(program): \(String(cString: strerror(rc)))")
         }
         var outcome = Outcome(status: 0, stdout: [], stderr: [])
         var pending: [UInt8] = []
-        var fds = [pollfd(fd: out[0], events: Int16(POLLIN), revents: 0), pollfd(fd: err[0], events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: out[0], events: Int16(POLLIN), revents: 0),
+            pollfd(fd: err[0], events: Int16(POLLIN), revents: 0),
+        ]
         var open = 2
         var buffer = [UInt8](repeating: 0, count: 65536)
         while open > 0 {
@@ -87,8 +103,15 @@ public final class Rclone {
             for i in 0..<2 where fds[i].fd >= 0 && fds[i].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { Glibc.read(fds[i].fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { close(fds[i].fd); fds[i].fd = -1; open -= 1; continue }
-                if i == 0 { outcome.stdout += buffer[0..<n] } else {
+                if n <= 0 {
+                    close(fds[i].fd)
+                    fds[i].fd = -1
+                    open -= 1
+                    continue
+                }
+                if i == 0 {
+                    outcome.stdout += buffer[0..<n]
+                } else {
                     outcome.stderr += buffer[0..<n]
                     pending += buffer[0..<n]
                     while let nl = pending.firstIndex(of: 10) {
@@ -125,8 +148,10 @@ public final class Rclone {
     /// does not exist.
     public func list() throws -> [String]? {
         // Few retries: an unreachable remote is reported in seconds, not after rclone's minutes of backing off.
-        let r = try run(["lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s",
-                         "--format", "ps", "--separator", ";", "--", remote])
+        let r = try run([
+            "lsf", "-R", "--files-only", "--retries", "1", "--low-level-retries", "2", "--contimeout", "15s",
+            "--format", "ps", "--separator", ";", "--", remote,
+        ])
         if r.status == Rclone.directoryNotFound { return nil }
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
         return String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -135,8 +160,9 @@ public final class Rclone {
     /// Uploads `files` (paths relative to `directory`, which become paths under the root), following
     /// symbolic links. The list of names goes through `listFile`, written by the caller.
     public func upload(from directory: String, listFile: String) throws {
-        let r = try run(["copy", "--files-from", listFile, "--copy-links", "--no-check-dest", "--", directory, remote],
-                        statistics: true)
+        let r = try run(
+            ["copy", "--files-from", listFile, "--copy-links", "--no-check-dest", "--", directory, remote],
+            statistics: true)
         guard r.status == 0 else { throw BackupError.remoteUnreachable(remote: remote, reason: r.reason) }
     }
 

@@ -17,7 +17,9 @@ final class RemoteBackup {
         contents = RemoteContents(listing: listing ?? [])
         staging = try Staging(what: "remote")
         if requireSnapshot && contents.snapshots.isEmpty {
-            throw BackupError.noBackup(remote: rclone.remote, what: listing == nil ? "no such directory, so no backup there" : "holds no backup snapshot")
+            throw BackupError.noBackup(
+                remote: rclone.remote,
+                what: listing == nil ? "no such directory, so no backup there" : "holds no backup snapshot")
         }
     }
 
@@ -44,17 +46,23 @@ final class RemoteBackup {
 
     /// Fetches the manifests of `ids` and every backup header.
     func fetchManifests(_ ids: [UInt64]) throws {
-        try fetch(ids.map(BackupFormat.snapshotPath) + contents.keys.sorted().map { BackupFormat.keysDirectory + "/" + $0 }, into: fetched)
+        try fetch(
+            ids.map(BackupFormat.snapshotPath) + contents.keys.sorted().map { BackupFormat.keysDirectory + "/" + $0 },
+            into: fetched)
     }
 
     func preamble(_ id: UInt64) throws -> Manifest.Preamble {
         let pre: Manifest.Preamble
-        do { pre = try Manifest.preamble(of: try bytes(of: BackupFormat.snapshotPath(id), limit: Manifest.maximumSize)) } catch let BackupFormatError.unsupportedVersion(v) {
+        do {
+            pre = try Manifest.preamble(of: try bytes(of: BackupFormat.snapshotPath(id), limit: Manifest.maximumSize))
+        } catch let BackupFormatError.unsupportedVersion(v) {
             throw BackupError.unsupportedVersion(remote: remote, version: v)
         } catch let e as FormatError {
             throw damaged("snapshot \(id): \(e)")
         }
-        guard pre.id == id else { throw damaged("snapshot \(BackupFormat.snapshotName(id)) holds the manifest of snapshot \(pre.id)") }
+        guard pre.id == id else {
+            throw damaged("snapshot \(BackupFormat.snapshotName(id)) holds the manifest of snapshot \(pre.id)")
+        }
         return pre
     }
 
@@ -62,7 +70,9 @@ final class RemoteBackup {
     func header(_ hash: [UInt8]) throws -> BackupHeader? {
         guard contents.keys.contains(hash.hex) else { return nil }
         let bytes = try self.bytes(of: BackupFormat.keyPath(hash), limit: 4096)
-        guard try SHA256Stream.digest(bytes) == hash else { throw damaged("\(BackupFormat.keyPath(hash)) does not match its hash") }
+        guard try SHA256Stream.digest(bytes) == hash else {
+            throw damaged("\(BackupFormat.keyPath(hash)) does not match its hash")
+        }
         do { return try BackupHeader(decoding: bytes) } catch let BackupFormatError.unsupportedVersion(v) {
             throw BackupError.unsupportedVersion(remote: remote, version: v)
         } catch {
@@ -73,12 +83,15 @@ final class RemoteBackup {
     /// The master key, from the backup header snapshot `id` names (the others next, newest snapshot's
     /// first, for a credential changed since). `unlock` opens one header's envelope; a wrong
     /// credential moves on to the next header, any other failure stops.
-    func unlock(for id: UInt64, with unlock: (BackupHeader) throws -> SecureBytes) throws -> (SecureBytes, BackupHeader) {
+    func unlock(for id: UInt64, with unlock: (BackupHeader) throws -> SecureBytes) throws -> (SecureBytes, BackupHeader)
+    {
         let pre = try preamble(id)
         guard let first = try header(pre.headerHash) else {
             throw damaged("\(BackupFormat.keyPath(pre.headerHash)), the backup header of snapshot \(id), is missing")
         }
-        guard first.vaultID == pre.vaultID else { throw damaged("the backup header of snapshot \(id) is another vault's") }
+        guard first.vaultID == pre.vaultID else {
+            throw damaged("the backup header of snapshot \(id) is another vault's")
+        }
         var candidates = [first]
         for hex in contents.keys.sorted() where hex != pre.headerHash.hex {
             if let h = try? header([UInt8](hex: hex)!), h.vaultID == pre.vaultID { candidates.append(h) }
@@ -92,7 +105,8 @@ final class RemoteBackup {
     /// Authenticates and parses a fetched manifest.
     func manifest(_ id: UInt64, master: SecureBytes) throws -> Manifest {
         do {
-            let m = try Manifest(opening: try bytes(of: BackupFormat.snapshotPath(id), limit: Manifest.maximumSize), master: master)
+            let m = try Manifest(
+                opening: try bytes(of: BackupFormat.snapshotPath(id), limit: Manifest.maximumSize), master: master)
             guard m.id == id else { throw damaged("snapshot \(id) holds the manifest of snapshot \(m.id)") }
             return m
         } catch let e as FormatError {

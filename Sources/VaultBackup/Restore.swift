@@ -16,7 +16,10 @@ public enum Restore {
         public var open: (BackupHeader) throws -> SecureBytes
         /// The restored vault's credential, given the backup header that opened.
         public var newCredential: (BackupHeader) throws -> (Credential, Pattern?)
-        public init(open: @escaping (BackupHeader) throws -> SecureBytes, newCredential: @escaping (BackupHeader) throws -> (Credential, Pattern?)) {
+        public init(
+            open: @escaping (BackupHeader) throws -> SecureBytes,
+            newCredential: @escaping (BackupHeader) throws -> (Credential, Pattern?)
+        ) {
             self.open = open
             self.newCredential = newCredential
         }
@@ -34,21 +37,31 @@ public enum Restore {
 
     /// The snapshot to use: `requested`, else the newest; checked against what this device has seen.
     static func choose(_ remote: RemoteBackup, requested: UInt64?) throws -> UInt64 {
-        guard let newest = remote.contents.snapshots.last else { throw BackupError.noBackup(remote: remote.remote, what: "holds no backup snapshot") }
+        guard let newest = remote.contents.snapshots.last else {
+            throw BackupError.noBackup(remote: remote.remote, what: "holds no backup snapshot")
+        }
         guard let id = requested else { return newest }
         guard remote.contents.snapshots.contains(id) else {
-            throw BackupError.noBackup(remote: remote.remote, what: "holds no snapshot \(id) (it has \(remote.contents.snapshots.map(String.init).joined(separator: ", ")))")
+            throw BackupError.noBackup(
+                remote: remote.remote,
+                what:
+                    "holds no snapshot \(id) (it has \(remote.contents.snapshots.map(String.init).joined(separator: ", ")))"
+            )
         }
         return id
     }
 
     /// Fetches `manifest`'s objects into `directory` and checks each one's size and hash; returns their bytes.
-    static func fetchAndCheck(_ manifest: Manifest, from remote: RemoteBackup, into directory: String, status: (String) -> Void) throws -> UInt64 {
+    static func fetchAndCheck(
+        _ manifest: Manifest, from remote: RemoteBackup, into directory: String, status: (String) -> Void
+    ) throws -> UInt64 {
         var objects: [String] = []
         var wanted = Set<String>()
         for e in manifest.entries {
             let object = BackupFormat.objectPath(e.hash)
-            guard remote.contents.objects.contains(object) else { throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) is missing") }
+            guard remote.contents.objects.contains(object) else {
+                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) is missing")
+            }
             if wanted.insert(object).inserted { objects.append(object) }
         }
         status("downloading \(objects.count) objects")
@@ -59,36 +72,48 @@ public enum Restore {
             if n % 64 == 0 { status("checking \(n)/\(manifest.entries.count) objects") }
             let object = BackupFormat.objectPath(e.hash)
             let local = directory + "/" + object
-            guard FileSystem.exists(local) else { throw remote.damaged("\(object) (\(e.path)) could not be downloaded") }
+            guard FileSystem.exists(local) else {
+                throw remote.damaged("\(object) (\(e.path)) could not be downloaded")
+            }
             let (hash, size) = try VaultFiles.hash(local, buffer: &buffer)
-            guard hash == e.hash, size == e.size else { throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash") }
+            guard hash == e.hash, size == e.size else {
+                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash")
+            }
             total += size
         }
         return total
     }
 
     /// Unlocks snapshot `id`, authenticates its manifest and refuses a rollback.
-    static func open(_ remote: RemoteBackup, id: UInt64, unlocking: Unlocking, acceptRollback: Bool) throws -> (Manifest, SecureBytes, BackupHeader) {
+    static func open(
+        _ remote: RemoteBackup, id: UInt64, unlocking: Unlocking, acceptRollback: Bool
+    ) throws -> (Manifest, SecureBytes, BackupHeader) {
         try remote.fetchManifests([id])
         let (master, header) = try remote.unlock(for: id, with: unlocking.open)
         let manifest = try remote.manifest(id, master: master)
-        guard manifest.vaultID == header.vaultID else { throw remote.damaged("snapshot \(id) belongs to another vault than its header") }
+        guard manifest.vaultID == header.vaultID else {
+            throw remote.damaged("snapshot \(id) belongs to another vault than its header")
+        }
         let seen = try SeenSnapshots().newest(vaultID: manifest.vaultID, remote: remote.remote)
         if id < seen && !acceptRollback { throw BackupError.rollback(remote: remote.remote, seen: seen, found: id) }
         return (manifest, master, header)
     }
 
     /// Checks snapshot `id` (default the newest) on the remote without restoring it.
-    public static func verify(rclone: Rclone, snapshot requested: UInt64?, unlocking: Unlocking, acceptRollback: Bool,
-                              status: (String) -> Void) throws -> Summary {
+    public static func verify(
+        rclone: Rclone, snapshot requested: UInt64?, unlocking: Unlocking, acceptRollback: Bool,
+        status: (String) -> Void
+    ) throws -> Summary {
         let remote = try RemoteBackup(rclone: rclone, requireSnapshot: true)
         let id = try choose(remote, requested: requested)
         // Checking an older snapshot on purpose is no rollback; the newest must not be older than seen.
-        let (manifest, master, _) = try open(remote, id: id, unlocking: unlocking, acceptRollback: acceptRollback || requested != nil)
+        let (manifest, master, _) = try open(
+            remote, id: id, unlocking: unlocking, acceptRollback: acceptRollback || requested != nil)
         defer { master.wipe() }
         let scratch = try Staging(what: "verify")
-        var summary = Summary(snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
-                              objects: manifest.entries.count)
+        var summary = Summary(
+            snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
+            objects: manifest.entries.count)
         summary.objectBytes = try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status)
         try SeenSnapshots().record(id, vaultID: manifest.vaultID, remote: rclone.remote)
         return summary
@@ -96,11 +121,15 @@ public enum Restore {
 
     /// Restores snapshot `id` (default the newest) into `target`, which must be absent or an empty
     /// directory, bound to this device's salt in `keychain`.
-    public static func run(rclone: Rclone, snapshot requested: UInt64?, target: String, keychain: Keychain, unlocking: Unlocking,
-                           acceptRollback: Bool, status: (String) -> Void) throws -> Summary {
+    public static func run(
+        rclone: Rclone, snapshot requested: UInt64?, target: String, keychain: Keychain, unlocking: Unlocking,
+        acceptRollback: Bool, status: (String) -> Void
+    ) throws -> Summary {
         if FileSystem.exists(target) {
             guard FileSystem.isDirectory(target) else { throw FSError(ENOTDIR, "local \(target) is not a directory") }
-            guard try FileSystem.listDirectory(target).isEmpty else { throw FSError(EEXIST, "local \(target) is not empty") }
+            guard try FileSystem.listDirectory(target).isEmpty else {
+                throw FSError(EEXIST, "local \(target) is not empty")
+            }
         }
         let remote = try RemoteBackup(rclone: rclone, requireSnapshot: true)
         let id = try choose(remote, requested: requested)
@@ -125,15 +154,18 @@ public enum Restore {
                 if !made { try? FileSystem.makeDirectory(target) }
             }
         }
-        let scratch = try Staging(what: "restore", in: FileSystem.parent(of: FileSystem.canonicalPath(target) ?? target))
-        var summary = Summary(snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
-                              objects: manifest.entries.count)
+        let scratch = try Staging(
+            what: "restore", in: FileSystem.parent(of: FileSystem.canonicalPath(target) ?? target))
+        var summary = Summary(
+            snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
+            objects: manifest.entries.count)
         summary.objectBytes = try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status)
 
         status("writing the vault")
         let layout = VaultLayout(root: target)
         try layout.createDirectories()
-        let vaultDirectory = try layout.directory(), scratchDirectory = try DirectoryDescriptor(path: scratch.path)
+        let vaultDirectory = try layout.directory()
+        let scratchDirectory = try DirectoryDescriptor(path: scratch.path)
         var placed: [String: AnchoredPath] = [:]  // object → where it went (an object named twice is copied)
         for e in manifest.entries {
             let object = BackupFormat.objectPath(e.hash)
@@ -149,26 +181,31 @@ public enum Restore {
             }
         }
         var vaultHeader = header.vaultHeader
-        try vaultHeader.wrapForCredential(master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
-                                          iterations: Int(header.vaultHeader.backup.iterations))
+        try vaultHeader.wrapForCredential(
+            master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
+            iterations: Int(header.vaultHeader.backup.iterations))
         try FileSystem.syncFileSystem(containing: layout.root)
         // The header last, as `init` does: a directory without it is not (yet) a vault. (Written as a
         // temporary created O_EXCL beside it, synced, renamed.)
         try layout.writeHeader(vaultHeader)
 
         status("verifying the restored vault")
-        let vault = try VaultAccess.open(at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)
+        let vault = try VaultAccess.open(
+            at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)
         let report = vault.verify(scanForStrayBlobs: false)
         try vault.close()
         summary.chunksChecked = report.chunksChecked
-        if let g = generation, g > manifest.generation { try keychain.setGeneration(manifest.generation, for: manifest.vaultID) }
+        if let g = generation, g > manifest.generation {
+            try keychain.setGeneration(manifest.generation, for: manifest.vaultID)
+        }
         try SeenSnapshots().record(id, vaultID: manifest.vaultID, remote: rclone.remote)
         finished = true
         // Every object matched the authenticated manifest, so damage found now was in the vault when it
         // was backed up: the restore stands (the other files are good), and the damage is reported.
         guard report.isIntact else {
-            throw BackupError.restoredWithDamage(target: target, damaged: report.damaged.count,
-                                                 first: "\(report.damaged[0].path): \(report.damaged[0].reason)")
+            throw BackupError.restoredWithDamage(
+                target: target, damaged: report.damaged.count,
+                first: "\(report.damaged[0].path): \(report.damaged[0].reason)")
         }
         return summary
     }

@@ -17,7 +17,8 @@ public struct SeenSnapshots {
         } else if let home = FileSystem.environment("HOME") {
             directory = home + "/.local/share/vaultaire/backups"
         } else {
-            throw SystemError(errno: ENOENT, operation: "neither XDG_DATA_HOME nor HOME is set for", path: "the backup state")
+            throw SystemError(
+                errno: ENOENT, operation: "neither XDG_DATA_HOME nor HOME is set for", path: "the backup state")
         }
     }
 

@@ -45,7 +45,9 @@ public final class Staging {
     /// A symbolic link `relative` → `target`, so rclone uploads the target under this name.
     public func link(_ relative: String, to target: String) throws {
         try makeParents(of: relative)
-        guard symlink(target, path + "/" + relative) == 0 else { throw SystemError(errno: errno, operation: "symlink", path: path + "/" + relative) }
+        guard symlink(target, path + "/" + relative) == 0 else {
+            throw SystemError(errno: errno, operation: "symlink", path: path + "/" + relative)
+        }
     }
 
     public func makeParents(of relative: String) throws {
@@ -58,10 +60,15 @@ public final class Staging {
 
     /// Removes a directory tree without following symbolic links.
     static func removeTree(_ root: String) {
-        guard let dir = opendir(root) else { unlink(root); return }
+        guard let dir = opendir(root) else {
+            unlink(root)
+            return
+        }
         var children: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
             if name != "." && name != ".." { children.append(name) }
         }
         closedir(dir)

@@ -14,7 +14,8 @@ enum VaultFiles {
             guard FileSystem.isDirectory(dir) else { continue }
             for sub in try FileSystem.listDirectory(dir).sorted() where sub.count == 2 && RemoteContents.isHex(sub) {
                 guard FileSystem.isDirectory(dir + "/" + sub) else { continue }
-                for name in try FileSystem.listDirectory(dir + "/" + sub).sorted() where name.count == 30 && RemoteContents.isHex(name) {
+                for name in try FileSystem.listDirectory(dir + "/" + sub).sorted()
+                where name.count == 30 && RemoteContents.isHex(name) {
                     paths.append(top + "/" + sub + "/" + name)
                 }
             }

@@ -8,7 +8,9 @@ public enum AESGCM {
     public static let tagSize = 16
 
     /// Seals `plaintext`; returns `ciphertext ‖ tag`.
-    public static func seal(_ plaintext: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> [UInt8] {
+    public static func seal(
+        _ plaintext: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []
+    ) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + tagSize)
         try plaintext.withUnsafeBytes { pt in
             try out.withUnsafeMutableBytes { o in try run(.seal, pt, key, nonce, aad, o) }
@@ -17,7 +19,9 @@ public enum AESGCM {
     }
 
     /// Opens `ciphertext ‖ tag`; throws `authenticationFailure` and returns nothing on any mismatch.
-    public static func open(_ sealed: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> [UInt8] {
+    public static func open(
+        _ sealed: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []
+    ) throws -> [UInt8] {
         guard sealed.count >= tagSize else { throw CryptoError.authenticationFailure }
         var out = [UInt8](repeating: 0, count: sealed.count - tagSize)
         try sealed.withUnsafeBytes { s in
@@ -27,7 +31,9 @@ public enum AESGCM {
     }
 
     /// Opens a sealed key straight into secure storage.
-    public static func openSecret(_ sealed: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> SecureBytes {
+    public static func openSecret(
+        _ sealed: [UInt8], using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []
+    ) throws -> SecureBytes {
         guard sealed.count >= tagSize else { throw CryptoError.authenticationFailure }
         let out = SecureBytes(count: sealed.count - tagSize)
         try sealed.withUnsafeBytes { s in
@@ -37,7 +43,9 @@ public enum AESGCM {
     }
 
     /// Seals a secret (e.g. wraps a key) without copying it into an ordinary array first.
-    public static func sealSecret(_ secret: SecureBytes, using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []) throws -> [UInt8] {
+    public static func sealSecret(
+        _ secret: SecureBytes, using key: SecureBytes, nonce: [UInt8], authenticating aad: [UInt8] = []
+    ) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: secret.count + tagSize)
         try secret.withUnsafeBytes { pt in
             try out.withUnsafeMutableBytes { o in try run(.seal, pt, key, nonce, aad, o) }
@@ -47,8 +55,10 @@ public enum AESGCM {
 
     private enum Direction { case seal, open }
 
-    private static func run(_ direction: Direction, _ input: UnsafeRawBufferPointer, _ key: SecureBytes, _ nonce: [UInt8],
-                            _ aad: [UInt8], _ output: UnsafeMutableRawBufferPointer) throws {
+    private static func run(
+        _ direction: Direction, _ input: UnsafeRawBufferPointer, _ key: SecureBytes, _ nonce: [UInt8],
+        _ aad: [UInt8], _ output: UnsafeMutableRawBufferPointer
+    ) throws {
         try nonce.withUnsafeBytes { n in
             try aad.withUnsafeBytes { a in
                 switch direction {
@@ -148,8 +158,9 @@ public final class AESGCMContext {
         hasKey = false
         // AES-GCM's default IV length is the 96-bit nonce used here.
         try key.withUnsafeBytes { k in
-            try check(EVP_CipherInit_ex(ctx, cipher, nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self), iv, enc),
-                      "EVP_CipherInit_ex(key)")
+            try check(
+                EVP_CipherInit_ex(ctx, cipher, nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self), iv, enc),
+                "EVP_CipherInit_ex(key)")
             loadedKey.withUnsafeMutableBytes { _ = memcpy($0.baseAddress!, k.baseAddress!, AESGCM.keySize) }
         }
         hasKey = true
@@ -158,19 +169,26 @@ public final class AESGCMContext {
     private func feedAAD(_ aad: UnsafeRawBufferPointer) throws {
         guard aad.count > 0 else { return }
         var outl: Int32 = 0
-        try check(EVP_CipherUpdate(ctx, nil, &outl, aad.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aad.count)), "GCM AAD")
+        try check(
+            EVP_CipherUpdate(ctx, nil, &outl, aad.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aad.count)),
+            "GCM AAD")
     }
 
     /// Seals `plaintext` into `output`, which holds exactly `plaintext.count + 16` bytes.
-    public func seal(_ plaintext: UnsafeRawBufferPointer, using key: SecureBytes, nonce: UnsafeRawBufferPointer,
-                     authenticating aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+    public func seal(
+        _ plaintext: UnsafeRawBufferPointer, using key: SecureBytes, nonce: UnsafeRawBufferPointer,
+        authenticating aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws {
         precondition(output.count == plaintext.count + AESGCM.tagSize)
         try start(key, nonce, encrypt: true)
         try feedAAD(aad)
         let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var outl: Int32 = 0
         if plaintext.count > 0 {
-            try check(EVP_CipherUpdate(ctx, out, &outl, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count)), "GCM encrypt")
+            try check(
+                EVP_CipherUpdate(
+                    ctx, out, &outl, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count)),
+                "GCM encrypt")
         }
         var finl: Int32 = 0
         try check(EVP_CipherFinal_ex(ctx, out + Int(outl), &finl), "GCM encrypt final")
@@ -179,8 +197,10 @@ public final class AESGCMContext {
 
     /// Opens `ciphertext ‖ tag` into `output` (`sealed.count - 16` bytes). On failure `output` is
     /// zeroed before the error is thrown, so unauthenticated plaintext never leaves this function.
-    public func open(_ sealed: UnsafeRawBufferPointer, using key: SecureBytes, nonce: UnsafeRawBufferPointer,
-                     authenticating aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+    public func open(
+        _ sealed: UnsafeRawBufferPointer, using key: SecureBytes, nonce: UnsafeRawBufferPointer,
+        authenticating aad: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws {
         guard sealed.count >= AESGCM.tagSize else { throw CryptoError.authenticationFailure }
         let ctLen = sealed.count - AESGCM.tagSize
         precondition(output.count == ctLen)

@@ -14,10 +14,11 @@ public enum CryptoError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .authenticationFailure: return "authentication failed (wrong key or altered data)"
-        case let .invalidLength(what, expected, actual): return "\(what) must be \(expected) bytes, got \(actual)"
-        case let .openSSLFailure(operation, code): return "OpenSSL \(operation) failed (error \(code))"
+        case .invalidLength(let what, let expected, let actual):
+            return "\(what) must be \(expected) bytes, got \(actual)"
+        case .openSSLFailure(let operation, let code): return "OpenSSL \(operation) failed (error \(code))"
         case .randomUnavailable: return "the system random generator is unavailable"
-        case let .scanUnavailable(e): return "cannot read this process's memory map (errno \(e))"
+        case .scanUnavailable(let e): return "cannot read this process's memory map (errno \(e))"
         }
     }
 }

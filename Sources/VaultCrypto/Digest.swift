@@ -25,10 +25,13 @@ public enum Digest {
         var out = [UInt8](repeating: 0, count: length)
         var len: UInt32 = 0
         try out.withUnsafeMutableBytes { o in
-            try check(EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, md, nil),
-                      "EVP_Digest(\(algorithm))")
+            try check(
+                EVP_Digest(d.baseAddress, d.count, o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len, md, nil),
+                "EVP_Digest(\(algorithm))")
         }
-        guard Int(len) == length else { throw CryptoError.invalidLength(what: "\(algorithm) digest", expected: length, actual: Int(len)) }
+        guard Int(len) == length else {
+            throw CryptoError.invalidLength(what: "\(algorithm) digest", expected: length, actual: Int(len))
+        }
         return out
     }
 
@@ -46,8 +49,9 @@ public enum Digest {
         let result = key.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
                 out.withUnsafeMutableBytes { o in
-                    HMAC(md, k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count,
-                         o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len)
+                    HMAC(
+                        md, k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count,
+                        o.baseAddress!.assumingMemoryBound(to: UInt8.self), &len)
                 }
             }
         }

@@ -47,10 +47,14 @@ public enum MemoryScan {
             var address = range[0]
             while address < range[1] {
                 let length = Int(min(UInt(buffer.count), range[1] - address))
-                let n = buffer.withUnsafeMutableBytes { b in pread(mem, b.baseAddress, length, off_t(Int64(bitPattern: UInt64(address)))) }
+                let n = buffer.withUnsafeMutableBytes { b in
+                    pread(mem, b.baseAddress, length, off_t(Int64(bitPattern: UInt64(address))))
+                }
                 if n <= 0 { break }
                 buffer.withUnsafeBytes { b in
-                    for (i, secret) in secrets.enumerated() { found[i] += count(secret.bytes, in: UnsafeRawBufferPointer(rebasing: b[0..<n])) }
+                    for (i, secret) in secrets.enumerated() {
+                        found[i] += count(secret.bytes, in: UnsafeRawBufferPointer(rebasing: b[0..<n]))
+                    }
                 }
                 address += UInt(n)
             }
@@ -83,7 +87,10 @@ public enum MemoryScan {
             let h = hit.assumingMemoryBound(to: UInt8.self)
             if end - UnsafeRawPointer(h) >= masked.count {
                 var match = true
-                for k in 1..<masked.count where h[k] ^ mask != masked[k] { match = false; break }
+                for k in 1..<masked.count where h[k] ^ mask != masked[k] {
+                    match = false
+                    break
+                }
                 if match { found += 1 }
             }
             p = UnsafeRawPointer(h) + 1

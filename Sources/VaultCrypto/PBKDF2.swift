@@ -3,7 +3,9 @@ internal import COpenSSL
 /// PBKDF2-HMAC-SHA512 (RFC 8018), through OpenSSL's PKCS5_PBKDF2_HMAC.
 public enum PBKDF2 {
     /// Derives `length` bytes from `password` and `salt` into secure storage.
-    public static func deriveSHA512(password: SecureBytes, salt: [UInt8], iterations: Int, length: Int = 32) throws -> SecureBytes {
+    public static func deriveSHA512(
+        password: SecureBytes, salt: [UInt8], iterations: Int, length: Int = 32
+    ) throws -> SecureBytes {
         precondition(iterations > 0 && iterations <= Int(Int32.max))
         let out = SecureBytes(count: length)
         try password.withUnsafeBytes { pw in

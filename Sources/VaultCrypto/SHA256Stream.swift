@@ -33,7 +33,9 @@ public final class SHA256Stream {
         try out.withUnsafeMutableBufferPointer { o in
             try check(EVP_DigestFinal_ex(context, o.baseAddress, &length), "EVP_DigestFinal_ex")
         }
-        guard length == 32 else { throw CryptoError.invalidLength(what: "SHA-256 digest", expected: 32, actual: Int(length)) }
+        guard length == 32 else {
+            throw CryptoError.invalidLength(what: "SHA-256 digest", expected: 32, actual: Int(length))
+        }
         return out
     }
 

@@ -62,7 +62,10 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible, Cu
         self.init(count: bytes.count)
         let target = storage.assumingMemoryBound(to: UInt8.self)
         var i = 0
-        for b in bytes { target[i] = b; i += 1 }
+        for b in bytes {
+            target[i] = b
+            i += 1
+        }
     }
 
     /// A secret of `count` bytes from the CSPRNG.

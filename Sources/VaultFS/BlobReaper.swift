@@ -26,8 +26,10 @@ final class BlobReaper: @unchecked Sendable {
     private let arrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let emptied = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init(gatherMilliseconds: Int = 20, lingerMilliseconds: Int = 1000, batchSize: Int = 256,
-         beforeRemoving: @escaping () -> Bool = { true }) {
+    init(
+        gatherMilliseconds: Int = 20, lingerMilliseconds: Int = 1000, batchSize: Int = 256,
+        beforeRemoving: @escaping () -> Bool = { true }
+    ) {
         self.beforeRemoving = beforeRemoving
         gather = BlobReaper.duration(milliseconds: gatherMilliseconds)
         linger = BlobReaper.duration(milliseconds: lingerMilliseconds)
@@ -78,11 +80,13 @@ final class BlobReaper: @unchecked Sendable {
     private func startThread() {
         var thread = pthread_t()
         let raw = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { arg in
-            FileSystem.becomeBackgroundThread(named: "vaultaire-reap")
-            Unmanaged<BlobReaper>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, raw)
+        pthread_create(
+            &thread, nil,
+            { arg in
+                FileSystem.becomeBackgroundThread(named: "vaultaire-reap")
+                Unmanaged<BlobReaper>.fromOpaque(arg!).takeRetainedValue().run()
+                return nil
+            }, raw)
         pthread_detach(thread)
     }
 
@@ -127,7 +131,10 @@ final class BlobReaper: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         deadline.tv_sec += limit.tv_sec
         deadline.tv_nsec += limit.tv_nsec
-        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
         while !done(self) {
             if pthread_cond_timedwait(arrived, mutex, &deadline) == ETIMEDOUT { return }
         }

@@ -8,12 +8,15 @@ enum MIMETypes {
         "heic": "image/heic", "svg": "image/svg+xml", "mp4": "video/mp4", "mov": "video/quicktime",
         "mp3": "audio/mpeg", "wav": "audio/wav", "ogg": "audio/ogg", "doc": "application/msword",
         "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "odt": "application/vnd.oasis.opendocument.text", "sqlite": "application/vnd.sqlite3", "db": "application/vnd.sqlite3",
+        "odt": "application/vnd.oasis.opendocument.text", "sqlite": "application/vnd.sqlite3",
+        "db": "application/vnd.sqlite3",
     ]
 
     static func guess(for name: String) -> String {
         let bytes = name.utf8
-        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else { return "application/octet-stream" }
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot != bytes.startIndex else {
+            return "application/octet-stream"
+        }
         let suffix = bytes[bytes.index(after: dot)...]
         // Extensions in the table are short and ASCII; anything else cannot match.
         guard suffix.count <= 8 else { return "application/octet-stream" }

@@ -33,19 +33,19 @@ final class OpenFile: @unchecked Sendable {
     private var cacheIndex = -1
     private var cacheDirty = false
     /// Chunks 0..<onDisk hold valid sealed data on disk, except those in `gaps`.
-    private var onDisk: Int
+    private(set) var onDisk: Int
     /// Chunks that read as zeros but have not been written: what a write past the end leaves between
     /// the old end and itself. The kernel's write-back sends a streaming write's requests out of order,
     /// so most gaps are filled by the very next request; sealed zeros go to disk only for what is
     /// still a gap when the file is written back as a whole (`writeBack`). Sorted, disjoint, all below
     /// `chunkCount`, never the cached chunk.
-    private var gaps: [Range<Int>] = []
+    var gaps: [Range<Int>] = []
     /// Beyond this many gaps (a pattern of small writes each further past the end), they are written.
-    private let maximumGaps = 64
+    let maximumGaps = 64
     private var slot: [UInt8]
     /// Scratch for runs of whole chunks, read or written with one system call.
     private var runSlots: [UInt8]
-    private let maximumRun: Int
+    let maximumRun: Int
 
     /// `cache` is one chunk of wiping storage, lent by the vault (see `UnlockedVault.lendCache`).
     init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool, cache: SecureBytes) throws {
@@ -72,7 +72,9 @@ final class OpenFile: @unchecked Sendable {
             do {
                 try blob.readChunk(index, final: last, into: buffer, scratch: s)
             } catch let FormatError.damaged(why) where last && tolerateLastChunkFlag {
-                do { try blob.readChunk(index, final: false, into: buffer, scratch: s) } catch { throw FormatError.damaged(why) }
+                do { try blob.readChunk(index, final: false, into: buffer, scratch: s) } catch {
+                    throw FormatError.damaged(why)
+                }
             }
         }
     }
@@ -88,71 +90,46 @@ final class OpenFile: @unchecked Sendable {
     /// Whole chunks `first ..< first + count`, straight from disk into `buffer`; falls back to one chunk
     /// at a time (which knows the last-chunk tolerance) when the run fails.
     private func readRun(_ first: Int, count: Int, into buffer: UnsafeMutableRawBufferPointer) throws {
-        if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
+        if runSlots.count < count * blob.slotSize {
+            runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize)
+        }
         do {
             try runSlots.withUnsafeMutableBytes { s in
                 try blob.readChunks(from: first, count: count, finalIndex: chunkCount - 1, into: buffer, scratch: s)
             }
         } catch is FormatError {
             for k in 0..<count {
-                try readFromDisk(first + k, into: UnsafeMutableRawBufferPointer(rebasing: buffer[k * chunkSize..<(k + 1) * chunkSize]))
+                try readFromDisk(
+                    first + k,
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[k * chunkSize..<(k + 1) * chunkSize]))
             }
         }
     }
 
-    private func writeRun(_ first: Int, count: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks? = nil) throws {
+    func writeRun(
+        _ first: Int, count: Int, from data: UnsafeRawBufferPointer, presealed: PresealedChunks? = nil
+    ) throws {
         if let slots = presealed?.slots(first, count: count) {
             let last = chunkCount - 1
             if last >= first && last < first + count {
                 // Sealed non-final ahead of time; the file's last chunk must say it is the last.
                 let k = last - first
-                try blob.sealChunks(from: last, count: 1, finalIndex: last,
-                                    from: UnsafeRawBufferPointer(rebasing: data[k * chunkSize..<(k + 1) * chunkSize]),
-                                    into: UnsafeMutableRawBufferPointer(rebasing: slots[k * blob.slotSize..<(k + 1) * blob.slotSize]))
+                try blob.sealChunks(
+                    from: last, count: 1, finalIndex: last,
+                    from: UnsafeRawBufferPointer(rebasing: data[k * chunkSize..<(k + 1) * chunkSize]),
+                    into: UnsafeMutableRawBufferPointer(rebasing: slots[k * blob.slotSize..<(k + 1) * blob.slotSize]))
             }
             try blob.writeSealedChunks(from: first, count: count, slots: UnsafeRawBufferPointer(slots))
         } else {
-            if runSlots.count < count * blob.slotSize { runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize) }
+            if runSlots.count < count * blob.slotSize {
+                runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize)
+            }
             try runSlots.withUnsafeMutableBytes { s in
                 try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
             }
         }
         onDisk = max(onDisk, first + count)
         closeGaps(first..<first + count)
-    }
-
-    // MARK: Gaps
-
-    private func inGap(_ index: Int) -> Bool { gaps.contains { $0.contains(index) } }
-
-    private func overlapsGap(_ chunks: Range<Int>) -> Bool { gaps.contains { $0.overlaps(chunks) } }
-
-    /// Takes `chunks` out of the gaps (they were written, or the cache or a truncation took them).
-    private func closeGaps(_ chunks: Range<Int>) {
-        guard overlapsGap(chunks) else { return }
-        var kept: [Range<Int>] = []
-        for gap in gaps {
-            guard gap.overlaps(chunks) else { kept.append(gap); continue }
-            if gap.lowerBound < chunks.lowerBound { kept.append(gap.lowerBound..<chunks.lowerBound) }
-            if chunks.upperBound < gap.upperBound { kept.append(chunks.upperBound..<gap.upperBound) }
-        }
-        gaps = kept
-    }
-
-    /// Seals zeros into every chunk still in a gap, a run at a time.
-    private func writeGaps() throws {
-        guard !gaps.isEmpty else { return }
-        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: min(maximumRun, gaps.map(\.count).max()!) * chunkSize, alignment: 16)
-        defer { zeros.deallocate() }
-        _ = memset(zeros.baseAddress!, 0, zeros.count)
-        for gap in gaps {
-            var first = gap.lowerBound
-            while first < gap.upperBound {
-                let run = min(maximumRun, gap.upperBound - first)
-                try writeRun(first, count: run, from: UnsafeRawBufferPointer(rebasing: zeros[0..<run * chunkSize]))
-                first += run
-            }
-        }
     }
 
     /// Brings chunk `index` into the cache (writing back whatever was there). A chunk taken from a
@@ -207,9 +184,13 @@ final class OpenFile: @unchecked Sendable {
             } else if index != cacheIndex && within == 0 && take == chunkSize && index < onDisk {
                 // Whole chunks: decrypt straight into the caller's buffer, a run at a time.
                 var run = 1
-                while run < maximumRun && done + (run + 1) * chunkSize <= length && index + run < onDisk && index + run != cacheIndex
-                    && !inGap(index + run) { run += 1 }
-                try readRun(index, count: run, into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + run * chunkSize]))
+                while run < maximumRun && done + (run + 1) * chunkSize <= length && index + run < onDisk
+                    && index + run != cacheIndex
+                    && !inGap(index + run)
+                { run += 1 }
+                try readRun(
+                    index, count: run,
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + run * chunkSize]))
                 done += run * chunkSize
                 continue
             } else {
@@ -232,18 +213,22 @@ final class OpenFile: @unchecked Sendable {
         guard offset < size, buffer.count > 0, offset % chunkSize == 0 else { return nil }
         let length = min(buffer.count, size - offset)
         guard length % chunkSize == 0 else { return nil }
-        let first = offset / chunkSize, count = length / chunkSize
+        let first = offset / chunkSize
+        let count = length / chunkSize
         guard first + count <= onDisk, !(cacheIndex >= first && cacheIndex < first + count),
-              !overlapsGap(first..<first + count) else { return nil }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count, maximumRun) * blob.slotSize, alignment: 16)
+            !overlapsGap(first..<first + count)
+        else { return nil }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: min(count, maximumRun) * blob.slotSize, alignment: 16)
         defer { scratch.deallocate() }  // ciphertext only
         var done = 0
         while done < count {
             let run = min(maximumRun, count - done)
             do {
-                try blob.readChunks(from: first + done, count: run, finalIndex: chunkCount - 1,
-                                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[done * chunkSize..<(done + run) * chunkSize]),
-                                    scratch: scratch)
+                try blob.readChunks(
+                    from: first + done, count: run, finalIndex: chunkCount - 1,
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[done * chunkSize..<(done + run) * chunkSize]),
+                    scratch: scratch)
             } catch {
                 return nil
             }
@@ -262,9 +247,10 @@ final class OpenFile: @unchecked Sendable {
         let end = (offset + data.count) / chunkSize
         guard end - first >= 2 else { return nil }
         let sealed = PresealedChunks(first: first, count: end - first, slotSize: blob.slotSize)
-        try blob.sealChunks(from: first, count: sealed.count, finalIndex: -1,
-                            from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
-                            into: sealed.all)
+        try blob.sealChunks(
+            from: first, count: sealed.count, finalIndex: -1,
+            from: UnsafeRawBufferPointer(rebasing: data[first * chunkSize - offset..<end * chunkSize - offset]),
+            into: sealed.all)
         return sealed
     }
 
@@ -278,9 +264,15 @@ final class OpenFile: @unchecked Sendable {
             // A failed write (ENOSPC, EIO) must not leave the size claiming chunks that never reached disk.
             if size > oldSize {
                 size = oldSize
-                if cacheIndex >= chunkCount { cacheIndex = -1; cacheDirty = false }
+                if cacheIndex >= chunkCount {
+                    cacheIndex = -1
+                    cacheDirty = false
+                }
                 closeGaps(chunkCount..<Int.max)
-                if onDisk > chunkCount { try? blob.truncate(toChunks: chunkCount); onDisk = chunkCount }
+                if onDisk > chunkCount {
+                    try? blob.truncate(toChunks: chunkCount)
+                    onDisk = chunkCount
+                }
                 // The old last chunk may have been resealed as non-final: reseal it as final.
                 tolerateLastChunkFlag = true
                 if chunkCount > 0, (try? load(chunkCount - 1)) != nil { cacheDirty = true }
@@ -302,9 +294,13 @@ final class OpenFile: @unchecked Sendable {
             if within == 0 && take == chunkSize {
                 var run = 1
                 while run < maximumRun && done + (run + 1) * chunkSize <= data.count { run += 1 }
-                if cacheIndex >= index && cacheIndex < index + run { cacheIndex = -1; cacheDirty = false }
-                try writeRun(index, count: run, from: UnsafeRawBufferPointer(rebasing: data[done..<done + run * chunkSize]),
-                             presealed: presealed)
+                if cacheIndex >= index && cacheIndex < index + run {
+                    cacheIndex = -1
+                    cacheDirty = false
+                }
+                try writeRun(
+                    index, count: run, from: UnsafeRawBufferPointer(rebasing: data[done..<done + run * chunkSize]),
+                    presealed: presealed)
                 done += run * chunkSize
                 continue
             } else {
@@ -350,7 +346,10 @@ final class OpenFile: @unchecked Sendable {
         }
         guard newSize < size else { return }
         let newCount = (newSize + chunkSize - 1) / chunkSize
-        if cacheIndex >= newCount { cacheIndex = -1; cacheDirty = false }
+        if cacheIndex >= newCount {
+            cacheIndex = -1
+            cacheDirty = false
+        }
         closeGaps(newCount..<Int.max)
         if newCount > 0 {
             let lastIndex = newCount - 1
@@ -381,28 +380,5 @@ final class OpenFile: @unchecked Sendable {
         cache.wipe()
         cacheIndex = -1
         cacheDirty = false
-    }
-}
-
-/// Chunks sealed ahead of a write, in slots laid out as on disk (ciphertext only, so plain memory).
-final class PresealedChunks {
-    let first: Int
-    let count: Int
-    let slotSize: Int
-    let all: UnsafeMutableRawBufferPointer
-
-    init(first: Int, count: Int, slotSize: Int) {
-        self.first = first
-        self.count = count
-        self.slotSize = slotSize
-        self.all = UnsafeMutableRawBufferPointer.allocate(byteCount: count * slotSize, alignment: 16)
-    }
-
-    deinit { all.deallocate() }
-
-    /// The slots of chunks `from ..< from + count`, or nil when they were not all sealed ahead.
-    func slots(_ from: Int, count n: Int) -> UnsafeMutableRawBufferPointer? {
-        guard from >= first, from + n <= first + count else { return nil }
-        return UnsafeMutableRawBufferPointer(rebasing: all[(from - first) * slotSize..<(from - first + n) * slotSize])
     }
 }

@@ -10,10 +10,15 @@ extension UnlockedVault {
         public var gid: UInt32?
         public var accessTime: Int64?
         public var modificationTime: Int64?
-        public init(permissions: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, accessTime: Int64? = nil,
-                    modificationTime: Int64? = nil) {
-            self.permissions = permissions; self.uid = uid; self.gid = gid
-            self.accessTime = accessTime; self.modificationTime = modificationTime
+        public init(
+            permissions: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, accessTime: Int64? = nil,
+            modificationTime: Int64? = nil
+        ) {
+            self.permissions = permissions
+            self.uid = uid
+            self.gid = gid
+            self.accessTime = accessTime
+            self.modificationTime = modificationTime
         }
     }
 
@@ -46,7 +51,8 @@ extension UnlockedVault {
             guard node.kind == .file else { return false }
             var permissions = node.permissions & ~UInt32(S_ISUID)
             if permissions & UInt32(S_ISGID) != 0,
-               permissions & UInt32(S_IXGRP) != 0 || !callerInGroup(node.gid) {
+                permissions & UInt32(S_IXGRP) != 0 || !callerInGroup(node.gid)
+            {
                 permissions &= ~UInt32(S_ISGID)
             }
             guard permissions != node.permissions else { return false }

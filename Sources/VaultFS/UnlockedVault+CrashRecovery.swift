@@ -20,7 +20,8 @@ extension UnlockedVault {
             try file.remove()
             notices.append("removed \(file.name), left by an interrupted write")
         }
-        var repaired = 0, orphans = 0
+        var repaired = 0
+        var orphans = 0
         var changes: [IndexChange] = []
         let inodes = meta.withLock { $0.index.inodes }
         for (id, var node) in inodes {
@@ -47,7 +48,9 @@ extension UnlockedVault {
             try syncJournal()
         }
         if repaired > 0 || orphans > 0 {
-            notices.append("recovered from an interrupted session: \(repaired) file(s) checked, \(orphans) unlinked inode(s) removed")
+            notices.append(
+                "recovered from an interrupted session: \(repaired) file(s) checked, \(orphans) unlinked inode(s) removed"
+            )
         }
         return notices
     }
@@ -61,7 +64,8 @@ extension UnlockedVault {
     /// was lost. Disk work: call without `meta`.
     func reconcile(_ node: inout Inode) throws -> String? {
         if try FileBlob.isEmpty(file: layout.blobFile(node.blobID)) { return try recreateEmptyBlob(&node) }
-        let blob: FileBlob, info: FileBlob.HeaderInfo
+        let blob: FileBlob
+        let info: FileBlob.HeaderInfo
         do {
             (blob, info) = try openBlob(node, writable: true)
         } catch FormatError.damaged {
@@ -112,9 +116,10 @@ extension UnlockedVault {
         let file = try layout.blobFile(node.blobID)
         if truncating { try file.open(flags: O_RDWR).truncate(to: 0) }
         let name = path(of: node.id).map { String($0.split(separator: "/").last ?? "") } ?? ""
-        let blob = try FileBlob.create(file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
-                                       headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
-                                       mimeType: node.mimeType, version: node.contentVersion, reusingEmptyFile: true)
+        let blob = try FileBlob.create(
+            file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+            headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
+            mimeType: node.mimeType, version: node.contentVersion, reusingEmptyFile: true)
         try blob.sync()
         guard node.size > 0 else { return nil }
         node.size = 0

@@ -63,7 +63,10 @@ extension UnlockedVault {
         }
         let handle = FileHandle(id: id, writable: write, append: append, file: file)
         if truncate && write {
-            do { try setSize(handle.id, to: 0) } catch { release(handle); throw error }
+            do { try setSize(handle.id, to: 0) } catch {
+                release(handle)
+                throw error
+            }
         }
         return handle
     }
@@ -80,7 +83,9 @@ extension UnlockedVault {
                 return try publishOpenFile(id, blob: blob, headerName: info.name, write: write)
             } catch let error as FormatError where !reseal {
                 let fresh = try meta.withLock { try $0.record(id) }
-                guard fresh.contentVersion != node.contentVersion || fresh.needsCheck != node.needsCheck else { throw error }
+                guard fresh.contentVersion != node.contentVersion || fresh.needsCheck != node.needsCheck else {
+                    throw error
+                }
                 node = fresh
             }
         }
@@ -96,8 +101,9 @@ extension UnlockedVault {
                 if write { open.writers += 1 }
                 return open
             }
-            let open = try OpenFile(id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck,
-                                    cache: s.lendCache(chunkSize: 1 << Int(chunkSizeLog2)))
+            let open = try OpenFile(
+                id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck,
+                cache: s.lendCache(chunkSize: 1 << Int(chunkSizeLog2)))
             open.headerName = headerName
             open.handles = 1
             open.writers = write ? 1 : 0
@@ -107,11 +113,14 @@ extension UnlockedVault {
     }
 
     /// Creates a regular file and opens it for writing.
-    public func create(in parent: UInt64, name: String, permissions: UInt32, caller: Caller, exclusive: Bool = true) throws -> FileHandle {
+    public func create(
+        in parent: UInt64, name: String, permissions: UInt32, caller: Caller, exclusive: Bool = true
+    ) throws -> FileHandle {
         do {
             let node = try retryingWhenFull {
-                try makeNode(in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
-                             device: 0, symlinkTarget: [], keepOpen: true)
+                try makeNode(
+                    in: parent, name: name, kind: .file, permissions: permissions, caller: caller,
+                    device: 0, symlinkTarget: [], keepOpen: true)
             }
             let file = try meta.withLock { s -> OpenFile in
                 guard let f = s.openFiles[node.id] else { throw FSError(ENOENT) }
@@ -140,19 +149,29 @@ extension UnlockedVault {
         let f = handle.file
         let now = nowNanoseconds()
         // Large writes at a known offset seal outside the lock, so concurrent ones use every core.
-        let presealed = handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize ? nil
+        let presealed =
+            handle.append || offset < 0 || offset > UnlockedVault.maximumFileSize
+            ? nil
             : try f.presealWholeChunks(at: offset, from: data)
-        try retryingWhenFull { try f.lock.withLock {
-            let position = handle.append ? f.size : offset
-            guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else { throw FSError(EFBIG) }
-            do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
-                throw DamagedFile(inode: f.id, reason: "\(e)")
+        try retryingWhenFull {
+            try f.lock.withLock {
+                let position = handle.append ? f.size : offset
+                guard position >= 0, position + data.count <= UnlockedVault.maximumFileSize else {
+                    throw FSError(EFBIG)
+                }
+                do { try f.write(at: position, from: data, presealed: presealed) } catch let e as FormatError {
+                    throw DamagedFile(inode: f.id, reason: "\(e)")
+                }
+                let size = f.size
+                meta.withLock { s in
+                    s.touch(f.id) {
+                        $0.size = UInt64(size)
+                        $0.modificationTime = now
+                        $0.changeTime = now
+                    }
+                }
             }
-            let size = f.size
-            meta.withLock { s in
-                s.touch(f.id) { $0.size = UInt64(size); $0.modificationTime = now; $0.changeTime = now }
-            }
-        } }
+        }
         // A streaming write (the kernel sends them 1 MiB at a time): let the disk start on it now
         // rather than all at the final fsync, so that encrypting and writing out overlap.
         if let run = presealed, run.count * f.chunkSize >= 128 * 1024 {
@@ -172,22 +191,32 @@ extension UnlockedVault {
         defer { release(handle) }
         let f = handle.file
         let now = nowNanoseconds()
-        try retryingWhenFull { try f.lock.withLock {
-            if newSize < f.size {
-                try f.writeBack()
-                try meta.withLock { s in
-                    var node = try s.record(id)
-                    node.size = UInt64(newSize); node.modificationTime = now; node.changeTime = now
-                    try s.commit([.putInode(node)])
-                }
-                try f.truncate(to: newSize)
-            } else {
-                do { try f.truncate(to: newSize) } catch let e as FormatError { throw DamagedFile(inode: id, reason: "\(e)") }
-                meta.withLock { s in
-                    s.touch(id) { $0.size = UInt64(newSize); $0.modificationTime = now; $0.changeTime = now }
+        try retryingWhenFull {
+            try f.lock.withLock {
+                if newSize < f.size {
+                    try f.writeBack()
+                    try meta.withLock { s in
+                        var node = try s.record(id)
+                        node.size = UInt64(newSize)
+                        node.modificationTime = now
+                        node.changeTime = now
+                        try s.commit([.putInode(node)])
+                    }
+                    try f.truncate(to: newSize)
+                } else {
+                    do { try f.truncate(to: newSize) } catch let e as FormatError {
+                        throw DamagedFile(inode: id, reason: "\(e)")
+                    }
+                    meta.withLock { s in
+                        s.touch(id) {
+                            $0.size = UInt64(newSize)
+                            $0.modificationTime = now
+                            $0.changeTime = now
+                        }
+                    }
                 }
             }
-        } }
+        }
     }
 
     /// close(2) of one descriptor: data written back and its record journaled (not yet durable).
@@ -206,7 +235,9 @@ extension UnlockedVault {
     public func release(_ handle: FileHandle) {
         let f = handle.file
         // The last handle of a deleted file: what it holds goes with it, so nothing is saved first.
-        let deletedWithIt = meta.withLock { s in f.handles == 1 && (s.index.inodes[f.id].map { $0.linkCount == 0 } ?? true) }
+        let deletedWithIt = meta.withLock { s in
+            f.handles == 1 && (s.index.inodes[f.id].map { $0.linkCount == 0 } ?? true)
+        }
         if handle.writable && !deletedWithIt {
             do { try retryingWhenFull { try commitFile(f, durable: false) } } catch {
                 // The writer heard of it at flush or fsync; other handles may still save it later.
@@ -233,7 +264,10 @@ extension UnlockedVault {
         if last {
             // No handle reaches this file any more (a new open makes a new one): its key goes now,
             // not whenever the last reference to it is dropped.
-            f.lock.withLock { f.dropCache(); f.blob.wipeKey() }
+            f.lock.withLock {
+                f.dropCache()
+                f.blob.wipeKey()
+            }
             meta.withLock { $0.takeBackCache(f.cache) }
         }
     }
@@ -245,7 +279,9 @@ extension UnlockedVault {
     func discardUnsavedChanges(_ f: OpenFile, after error: Error) {
         f.lock.withLock {
             f.dropCache()
-            let (held, recorded) = meta.withLock { s in (s.heldBackHeaders.removeValue(forKey: f.id), s.index.inodes[f.id]) }
+            let (held, recorded) = meta.withLock { s in
+                (s.heldBackHeaders.removeValue(forKey: f.id), s.index.inodes[f.id])
+            }
             try? held?.writeHeldBackHeader()
             guard var node = recorded else { return }
             node.size = UInt64(f.size)
@@ -254,7 +290,12 @@ extension UnlockedVault {
                 _ = try reconcile(&node)
                 // Another open may have joined meanwhile: the open file goes on from what the blob holds.
                 f.resetAfterRepair(size: Int(node.size))
-                meta.withLock { s in s.touch(f.id) { $0.size = node.size; $0.contentVersion = node.contentVersion } }
+                meta.withLock { s in
+                    s.touch(f.id) {
+                        $0.size = node.size
+                        $0.contentVersion = node.contentVersion
+                    }
+                }
                 report("could not save \(path) (\(error)); it keeps \(node.size) bytes")
             } catch let again {
                 // Its mark survives close: the next open repairs it from the blob.
@@ -276,7 +317,8 @@ extension UnlockedVault {
                 // A handle the kernel still held when the vault locked: nothing can be journaled now.
                 guard !s.isClosed else { throw FSError(EIO, "the vault is locked") }
                 guard var node = s.index.inodes[f.id] else { return nil }
-                guard durable || s.dirtyInodes.contains(f.id) || f.modifiedSinceCommit || s.heldBackHeaders[f.id] != nil else {
+                guard durable || s.dirtyInodes.contains(f.id) || f.modifiedSinceCommit || s.heldBackHeaders[f.id] != nil
+                else {
                     return nil
                 }
                 // needsCheck stays: a writer may be between the two steps of its open (not counted in

@@ -68,7 +68,12 @@ extension UnlockedVault {
         }
         // Handles the kernel still holds (a lazy unmount, a signal) keep their files alive: their
         // content keys are wiped here, not when the last handle goes.
-        for f in files { f.lock.withLock { f.dropCache(); f.blob.wipeKey() } }
+        for f in files {
+            f.lock.withLock {
+                f.dropCache()
+                f.blob.wipeKey()
+            }
+        }
         keys.wipe()
         AESGCMContext.wipeAll()
         releaseLock()

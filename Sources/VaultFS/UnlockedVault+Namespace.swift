@@ -7,7 +7,10 @@ import VaultSystem
 public struct Caller {
     public var uid: UInt32
     public var gid: UInt32
-    public init(uid: UInt32, gid: UInt32) { self.uid = uid; self.gid = gid }
+    public init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
     public static var current: Caller { Caller(uid: getuid(), gid: getgid()) }
 }
 
@@ -19,17 +22,22 @@ public enum RenameMode {
 extension UnlockedVault {
     /// Creates a node of any kind in `parent`. Regular files get a blob with a sealed header.
     @discardableResult
-    public func makeNode(in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
-                         device: UInt64 = 0, symlinkTarget: [UInt8] = []) throws -> Inode {
-        try makeNode(in: parent, name: name, kind: kind, permissions: permissions, caller: caller, device: device,
-                     symlinkTarget: symlinkTarget, keepOpen: false)
+    public func makeNode(
+        in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
+        device: UInt64 = 0, symlinkTarget: [UInt8] = []
+    ) throws -> Inode {
+        try makeNode(
+            in: parent, name: name, kind: kind, permissions: permissions, caller: caller, device: device,
+            symlinkTarget: symlinkTarget, keepOpen: false)
     }
 
     /// With `keepOpen`, a new regular file is registered as open for writing (one handle) with the blob
     /// just created, saving a reopen and a header check on every create. A regular file's inode number
     /// is taken under `meta`, its blob created outside it, and the whole published under it again.
-    func makeNode(in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
-                  device: UInt64, symlinkTarget: [UInt8], keepOpen: Bool) throws -> Inode {
+    func makeNode(
+        in parent: UInt64, name: String, kind: Inode.Kind, permissions: UInt32, caller: Caller,
+        device: UInt64, symlinkTarget: [UInt8], keepOpen: Bool
+    ) throws -> Inode {
         try requireWritable()
         try UnlockedVault.checkName(name)
         if kind == .symlink, symlinkTarget.count > 4095 { throw FSError(ENAMETOOLONG) }
@@ -38,8 +46,9 @@ extension UnlockedVault {
             let parentRecord = try s.record(parent)
             // A new file's times come from the kernel's own clock tick (see coarseNowNanoseconds); its
             // directory's stay on the fine clock, so that they never step back behind an earlier change.
-            var node = Inode(id: s.index.nextID, kind: kind, permissions: permissions, uid: caller.uid, gid: caller.gid,
-                             now: kind == .file ? coarseNowNanoseconds() : nowNanoseconds())
+            var node = Inode(
+                id: s.index.nextID, kind: kind, permissions: permissions, uid: caller.uid, gid: caller.gid,
+                now: kind == .file ? coarseNowNanoseconds() : nowNanoseconds())
             s.index.nextID += 1  // taken, even if the create fails from here on
             // setgid directories pass their group (and, for directories, the bit) on, as the kernel expects.
             if parentRecord.permissions & UInt32(S_ISGID) != 0 {
@@ -61,10 +70,11 @@ extension UnlockedVault {
             try prepareFanOut(for: node.blobID)
             // A file created open (the kernel's CREATE) keeps its header and its record back: they go
             // out with its first write and its close, or before any other record is written.
-            blob = try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                       vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                       name: name, mimeType: node.mimeType, version: node.contentVersion,
-                                       deferHeader: keepOpen)
+            blob = try FileBlob.create(
+                file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
+                vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                name: name, mimeType: node.mimeType, version: node.contentVersion,
+                deferHeader: keepOpen)
         }
         do {
             try meta.withLock { s in
@@ -80,8 +90,9 @@ extension UnlockedVault {
                     _ = try s.openNewFile(node.id, blob: blob, name: name)
                 }
                 do {
-                    try s.commit([.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],
-                                 deferred: deferred)
+                    try s.commit(
+                        [.putInode(node), .link(parent: parent, name: name, child: node.id), .putInode(parentNode)],
+                        deferred: deferred)
                 } catch {
                     s.heldBackHeaders[node.id] = nil
                     if let open = s.openFiles.removeValue(forKey: node.id) { open.dropCache() }
@@ -114,7 +125,8 @@ extension UnlockedVault {
             node.linkCount += 1
             node.changeTime = now
             var p = try s.record(parent)
-            p.modificationTime = now; p.changeTime = now
+            p.modificationTime = now
+            p.changeTime = now
             try s.commit([.link(parent: parent, name: name, child: id), .putInode(node), .putInode(p)])
             return node
         }
@@ -148,7 +160,8 @@ extension UnlockedVault {
     private func removeEntry(_ s: inout VaultState, parent: UInt64, name: String, node: Inode) throws -> Inode? {
         let now = nowNanoseconds()
         var p = try s.record(parent)
-        p.modificationTime = now; p.changeTime = now
+        p.modificationTime = now
+        p.changeTime = now
         var changes = s.entryRemoval(parent: &p, name: name, node: node, now: now)
         changes.append(.putInode(p))
         try s.commit(changes)
@@ -171,7 +184,8 @@ extension UnlockedVault {
     /// The host files that hold a regular file's data: its blob and (if any) its thumbnail.
     func blobFiles(of node: Inode) -> [AnchoredPath] {
         guard !node.blobID.isEmpty, let blob = try? layout.blobFile(node.blobID),
-              let thumbnail = try? layout.thumbnailFile(node.blobID) else { return [] }
+            let thumbnail = try? layout.thumbnailFile(node.blobID)
+        else { return [] }
         return [blob, thumbnail]
     }
 
@@ -180,8 +194,10 @@ extension UnlockedVault {
     }
 
     /// Moves `name` from `parent` to `newName` in `newParent`, as rename(2) and renameat2(2) do.
-    public func rename(from parent: UInt64, name: String, to newParent: UInt64, newName: String,
-                       mode: RenameMode = .replace) throws {
+    public func rename(
+        from parent: UInt64, name: String, to newParent: UInt64, newName: String,
+        mode: RenameMode = .replace
+    ) throws {
         try requireWritable()
         try UnlockedVault.checkName(newName)
         let outcome = try meta.withLock { s in
@@ -197,8 +213,10 @@ extension UnlockedVault {
         var removed: Inode?
     }
 
-    private func renameEntries(_ s: inout VaultState, from parent: UInt64, name: String, to newParent: UInt64,
-                               newName: String, mode: RenameMode) throws -> RenameOutcome {
+    private func renameEntries(
+        _ s: inout VaultState, from parent: UInt64, name: String, to newParent: UInt64,
+        newName: String, mode: RenameMode
+    ) throws -> RenameOutcome {
         guard let id = try s.directoryEntries(parent)[name] else { throw FSError(ENOENT) }
         let existing = try s.directoryEntries(newParent)[newName]
         let node = try s.record(id)
@@ -210,8 +228,9 @@ extension UnlockedVault {
             throw FSError(EEXIST)
         case .exchange:
             guard let other = existing else { throw FSError(ENOENT) }
-            try exchangeEntries(&s, parent: parent, name: name, node: node, newParent: newParent, newName: newName,
-                                other: try s.record(other), now: now)
+            try exchangeEntries(
+                &s, parent: parent, name: name, node: node, newParent: newParent, newName: newName,
+                other: try s.record(other), now: now)
             return RenameOutcome()
         default:
             break
@@ -238,11 +257,13 @@ extension UnlockedVault {
         var moved = node
         moved.changeTime = now
         changes += [.unlink(parent: parent, name: name), .link(parent: newParent, name: newName, child: id)]
-        src.modificationTime = now; src.changeTime = now
+        src.modificationTime = now
+        src.changeTime = now
         if node.kind == .directory && parent != newParent { src.linkCount -= 1 }
         changes.append(.putInode(src))
         if newParent != parent {
-            dst.modificationTime = now; dst.changeTime = now
+            dst.modificationTime = now
+            dst.changeTime = now
             if node.kind == .directory { dst.linkCount += 1 }
             changes.append(.putInode(dst))
         }
@@ -256,8 +277,10 @@ extension UnlockedVault {
     }
 
     /// renameat2(RENAME_EXCHANGE): the two entries swap, in one record.
-    private func exchangeEntries(_ s: inout VaultState, parent: UInt64, name: String, node: Inode, newParent: UInt64,
-                                 newName: String, other otherNode: Inode, now: Int64) throws {
+    private func exchangeEntries(
+        _ s: inout VaultState, parent: UInt64, name: String, node: Inode, newParent: UInt64,
+        newName: String, other otherNode: Inode, now: Int64
+    ) throws {
         let other = otherNode.id
         if otherNode.kind == .directory, s.isAncestor(other, of: parent) { throw FSError(EINVAL) }
         var changes: [IndexChange] = [
@@ -265,18 +288,28 @@ extension UnlockedVault {
             .link(parent: parent, name: name, child: other), .link(parent: newParent, name: newName, child: node.id),
         ]
         if parent != newParent && (node.kind == .directory) != (otherNode.kind == .directory) {
-            var a = try s.record(parent), b = try s.record(newParent)
+            var a = try s.record(parent)
+            var b = try s.record(newParent)
             let delta: Int32 = node.kind == .directory ? 1 : -1
-            a.linkCount = UInt32(Int32(a.linkCount) - delta); b.linkCount = UInt32(Int32(b.linkCount) + delta)
-            a.modificationTime = now; a.changeTime = now; b.modificationTime = now; b.changeTime = now
+            a.linkCount = UInt32(Int32(a.linkCount) - delta)
+            b.linkCount = UInt32(Int32(b.linkCount) + delta)
+            a.modificationTime = now
+            a.changeTime = now
+            b.modificationTime = now
+            b.changeTime = now
             changes += [.putInode(a), .putInode(b)]
         } else {
             for dir in Set([parent, newParent]) {
-                var d = try s.record(dir); d.modificationTime = now; d.changeTime = now
+                var d = try s.record(dir)
+                d.modificationTime = now
+                d.changeTime = now
                 changes.append(.putInode(d))
             }
         }
-        for var n in [node, otherNode] { n.changeTime = now; changes.append(.putInode(n)) }
+        for var n in [node, otherNode] {
+            n.changeTime = now
+            changes.append(.putInode(n))
+        }
         try s.commit(changes)
     }
 }

@@ -14,8 +14,9 @@ extension UnlockedVault {
         try requireWritable()
         try UnlockedVault.checkName(name)
         let node = try meta.withLock { s -> Inode in
-            var node = Inode(id: s.index.nextID, kind: .file, permissions: permissions, uid: caller.uid, gid: caller.gid,
-                             now: nowNanoseconds())
+            var node = Inode(
+                id: s.index.nextID, kind: .file, permissions: permissions, uid: caller.uid, gid: caller.gid,
+                now: nowNanoseconds())
             node.linkCount = 0
             node.mimeType = MIMETypes.guess(for: name)
             node.needsCheck = true
@@ -30,9 +31,10 @@ extension UnlockedVault {
             try retryingWhenFull { try syncJournal() }
             try prepareFanOut(for: node.blobID)
             blob = try retryingWhenFull {
-                try FileBlob.create(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
-                                    vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                                    name: name, mimeType: node.mimeType, version: node.contentVersion)
+                try FileBlob.create(
+                    file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id,
+                    vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+                    name: name, mimeType: node.mimeType, version: node.contentVersion)
             }
         } catch {
             try? meta.withLock { try $0.commit([.removeInode(node.id)]) }

@@ -8,7 +8,8 @@ extension UnlockedVault {
         try requireWritable()
         let node = try attributes(id)
         guard node.kind == .file else { throw FSError(EINVAL) }
-        let sealed = try Thumbnail.seal(image, key: keys.thumbnail, vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
+        let sealed = try Thumbnail.seal(
+            image, key: keys.thumbnail, vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
         let file = try layout.thumbnailFile(node.blobID)
         try layout.prepareParent(of: file)
         try file.replace(with: sealed)
@@ -19,7 +20,8 @@ extension UnlockedVault {
         guard node.kind == .file else { return nil }
         let file = try layout.thumbnailFile(node.blobID)
         guard try file.exists() else { return nil }
-        return try Thumbnail.open(try file.read(limit: Thumbnail.maximumSize + 64), key: keys.thumbnail,
-                                  vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
+        return try Thumbnail.open(
+            try file.read(limit: Thumbnail.maximumSize + 64), key: keys.thumbnail,
+            vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
     }
 }

@@ -28,8 +28,10 @@ public final class UnlockedVault: @unchecked Sendable {
 
     public static let maximumNameLength = 255
 
-    init(layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?,
-         acceptRollback: Bool = false) throws {
+    init(
+        layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?,
+        acceptRollback: Bool = false
+    ) throws {
         self.layout = layout
         self.header = header
         self.readOnly = readOnly
@@ -76,15 +78,17 @@ public final class UnlockedVault: @unchecked Sendable {
     /// Opens a file's blob and authenticates its header against the record (inode ID and content
     /// version; the previous version too while the record is marked `needsCheck`).
     func openBlob(_ node: Inode, writable: Bool) throws -> (FileBlob, FileBlob.HeaderInfo) {
-        try FileBlob.open(file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
-                          headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
-                          version: node.contentVersion, allowPreviousVersion: node.needsCheck)
+        try FileBlob.open(
+            file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
+            headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
+            version: node.contentVersion, allowPreviousVersion: node.needsCheck)
     }
 
     /// Reseals a blob's header (name, MIME type, content version), keeping its content key.
     func writeHeader(_ blob: FileBlob, for node: Inode, name: String) throws {
-        try blob.writeHeader(inodeID: node.id, vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
-                             name: name, mimeType: node.mimeType, version: node.contentVersion)
+        try blob.writeHeader(
+            inodeID: node.id, vaultID: header.vaultID, headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2,
+            name: name, mimeType: node.mimeType, version: node.contentVersion)
     }
 
     /// Whether `key` is this vault's master key (constant-time).
@@ -98,7 +102,7 @@ public final class UnlockedVault: @unchecked Sendable {
     /// queued only at its last release. Without this the first writes after freeing space would fail.
     /// `body` must leave nothing half done when it throws. Callers hold neither `meta` nor a file's lock.
     func retryingWhenFull<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch where UnlockedVault.isNoSpace(error) {
+        do { return try body() } catch  where UnlockedVault.isNoSpace(error) {
             // Retried even when nothing is queued now: the removal may have finished since the failure.
             // Deleted files still open get a second to be released (the kernel sends RELEASE after
             // close returns); a program that keeps one open only costs this retry that second.

@@ -5,7 +5,9 @@ extension VaultAccess {
     /// Runs `body` holding the vault's writers' lock (`mount.lock`), so that no writer — a read-write
     /// mount, `put`, `rm` — changes the vault meanwhile. Throws `FSError(EBUSY)` when one holds it;
     /// `notice` hears of a lock left by a process that is gone.
-    public static func withWriterLock<R>(at path: String, notice: (String) -> Void = { _ in }, _ body: () throws -> R) throws -> R {
+    public static func withWriterLock<R>(
+        at path: String, notice: (String) -> Void = { _ in }, _ body: () throws -> R
+    ) throws -> R {
         let layout = VaultLayout(root: path)
         _ = try layout.readHeader()  // a vault, not any directory
         let lock = try VaultLock.acquire(try layout.lockFile())

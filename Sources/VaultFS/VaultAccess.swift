@@ -18,8 +18,10 @@ public enum VaultAccess {
 
     /// Creates a vault at `path` (absent or an empty directory). Returns the recovery phrase — shown once
     /// and never stored — and the master key, which the caller may remember in the keychain.
-    public static func create(at path: String, credential: Credential, pattern: Pattern?, keychain: Keychain,
-                              options: CreateOptions = CreateOptions(), wordlist: Wordlist) throws -> (phrase: String, master: SecureBytes) {
+    public static func create(
+        at path: String, credential: Credential, pattern: Pattern?, keychain: Keychain,
+        options: CreateOptions = CreateOptions(), wordlist: Wordlist
+    ) throws -> (phrase: String, master: SecureBytes) {
         try KDFPolicy.check(options.iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try KDFPolicy.check(options.recoveryIterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
         if FileSystem.exists(path) {
@@ -31,7 +33,8 @@ public enum VaultAccess {
         let phraseBytes = try RecoveryPhrase.validate(phrase, words: wordlist)
         let (header, master) = try VaultHeader.create(
             credential: credential, pattern: pattern, deviceSalt: salt, iterations: options.iterations,
-            recoveryPhrase: phraseBytes, recoveryIterations: options.recoveryIterations, chunkSizeLog2: options.chunkSizeLog2)
+            recoveryPhrase: phraseBytes, recoveryIterations: options.recoveryIterations,
+            chunkSizeLog2: options.chunkSizeLog2)
         let layout = VaultLayout(root: path)
         let old = umask(0o077)
         defer { umask(old) }
@@ -49,7 +52,9 @@ public enum VaultAccess {
     }
 
     /// Derives the vault key from the credential and this device's salt, and unwraps the master key.
-    public static func unwrapMasterKey(at path: String, credential: Credential, keychain: Keychain) throws -> SecureBytes {
+    public static func unwrapMasterKey(
+        at path: String, credential: Credential, keychain: Keychain
+    ) throws -> SecureBytes {
         let header = try readHeader(at: path)
         let salt: SecureBytes
         do { salt = try keychain.deviceSalt(create: false) } catch KeychainError.notFound {
@@ -61,26 +66,32 @@ public enum VaultAccess {
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
     /// With `acceptRollback`, an index older than this device has seen is accepted (and recorded as
     /// the newest seen) instead of refused: the owner restored an older copy on purpose.
-    public static func open(at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool,
-                            acceptRollback: Bool = false) throws -> UnlockedVault {
+    public static func open(
+        at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool,
+        acceptRollback: Bool = false
+    ) throws -> UnlockedVault {
         let layout = VaultLayout(root: path)
         let header = try layout.readHeader()
-        return try UnlockedVault(layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain,
-                                 acceptRollback: acceptRollback)
+        return try UnlockedVault(
+            layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain,
+            acceptRollback: acceptRollback)
     }
 
     /// Sets a new credential: the master key is rewrapped; no index record or blob changes. Holds the
     /// vault lock meanwhile, so the header never changes under a process that has the vault open for
     /// writing (a mount that rewrote it would not know), and throws EBUSY naming that process.
-    public static func changeCredential(at path: String, master: SecureBytes, newCredential: Credential, pattern: Pattern?,
-                                        keychain: Keychain, iterations: Int? = nil) throws {
+    public static func changeCredential(
+        at path: String, master: SecureBytes, newCredential: Credential, pattern: Pattern?,
+        keychain: Keychain, iterations: Int? = nil
+    ) throws {
         let layout = VaultLayout(root: path)
         let lock = try VaultLock.acquire(try layout.lockFile())
         defer { withExtendedLifetime(lock) {} }
         var header = try layout.readHeader()
         let salt = try keychain.deviceSalt(create: true)
-        try header.wrapForCredential(master, credential: newCredential, pattern: pattern, deviceSalt: salt,
-                                     iterations: iterations ?? Int(header.credential.iterations))
+        try header.wrapForCredential(
+            master, credential: newCredential, pattern: pattern, deviceSalt: salt,
+            iterations: iterations ?? Int(header.credential.iterations))
         try layout.writeHeader(header)
     }
 

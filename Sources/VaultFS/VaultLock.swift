@@ -26,7 +26,8 @@ final class VaultLock {
         }
         let lock = VaultLock(fd: fd, file: file)
         if (try? fd.size()) ?? 0 > 0 {
-            lock.staleNotice = readPID(fd).map { "a lock left by process \($0), which is gone, was cleared" }
+            lock.staleNotice =
+                readPID(fd).map { "a lock left by process \($0), which is gone, was cleared" }
                 ?? "a leftover lock file was cleared"
         }
         try lock.recordHolder()
@@ -44,14 +45,18 @@ final class VaultLock {
     static func parsePID(_ bytes: [UInt8]) -> Int32? {
         var digits = bytes[...]
         if digits.last == UInt8(ascii: "\n") { digits = digits.dropLast() }
-        guard (1...10).contains(digits.count), digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0 else { return nil }
+        guard (1...10).contains(digits.count),
+            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0
+        else { return nil }
         return value
     }
 
     private static func readPID(_ fd: FileDescriptor) -> Int32? {
         var buffer = [UInt8](repeating: 0, count: 16)
-        guard let n = try? buffer.withUnsafeMutableBytes({ try fd.read(into: $0, at: 0) }), n < buffer.count else { return nil }
+        guard let n = try? buffer.withUnsafeMutableBytes({ try fd.read(into: $0, at: 0) }), n < buffer.count else {
+            return nil
+        }
         return parsePID(Array(buffer[0..<n]))
     }
 

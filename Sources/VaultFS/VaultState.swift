@@ -85,7 +85,7 @@ struct VaultState {
         try journal.append(changes, deferred: deferred)
         for c in changes {
             try index.apply(c)
-            if case let .putInode(inode) = c { dirtyInodes.remove(inode.id) }
+            if case .putInode(let inode) = c { dirtyInodes.remove(inode.id) }
         }
     }
 
@@ -132,7 +132,8 @@ struct VaultState {
 
     /// Registers a file just created, with its new blob, as open for writing by one handle.
     mutating func openNewFile(_ id: UInt64, blob: FileBlob, name: String) throws -> OpenFile {
-        let open = try OpenFile(id: id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache(chunkSize: blob.chunkSize))
+        let open = try OpenFile(
+            id: id, blob: blob, size: 0, tolerateLastChunkFlag: true, cache: lendCache(chunkSize: blob.chunkSize))
         open.headerName = name
         open.handles = 1
         open.writers = 1

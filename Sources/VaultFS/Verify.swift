@@ -28,13 +28,17 @@ extension UnlockedVault {
         var referenced = Set<[UInt8]>()
         let unlinked = files.filter { $0.linkCount == 0 }.count
         if unlinked > 0 {
-            report.notices.append("\(unlinked) file(s) with no name left by an interrupted command or a crash; "
-                                  + "the next writable open removes them")
+            report.notices.append(
+                "\(unlinked) file(s) with no name left by an interrupted command or a crash; "
+                    + "the next writable open removes them")
         }
         for (n, node) in files.enumerated() {
             referenced.insert(node.blobID)
             // No name: nothing the user can reach; its blob may never have been made.
-            if node.linkCount == 0 { progress(n + 1, files.count); continue }
+            if node.linkCount == 0 {
+                progress(n + 1, files.count)
+                continue
+            }
             let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
             if let reason = verifyFile(node, report: &report) { report.damaged.append((name, reason)) }
             report.filesChecked += 1
@@ -43,8 +47,9 @@ extension UnlockedVault {
         if scanForStrayBlobs, let onDisk = try? layout.blobIDsOnDisk() {
             report.strayBlobs = onDisk.filter { !referenced.contains($0) }
             if !report.strayBlobs.isEmpty {
-                report.notices.append("\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted create; "
-                                      + "'vaultaire verify --repair' removes them)")
+                report.notices.append(
+                    "\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted create; "
+                        + "'vaultaire verify --repair' removes them)")
             }
         }
         return report

@@ -62,7 +62,8 @@ public final class MountedVault {
 
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
-        MemoryScanAtLock.around(vault, log: { self.log(.warning, $0) }) {
+        let report: (String) -> Void = { self.log(.warning, $0) }
+        MemoryScanAtLock.around(vault, log: report) {
             do { try vault.close() } catch {
                 closeError = error
                 log(.error, "could not persist everything at unmount: \(error)")
@@ -71,13 +72,27 @@ public final class MountedVault {
     }
 }
 
-
 /// A 64-bit value read and written from many FUSE threads; a torn read would only skew the idle clock,
 /// but a mutex keeps it exact at negligible cost.
 struct Atomic64 {
     private let box: Box
-    final class Box { var value: Int64; var m = pthread_mutex_t(); init(_ v: Int64) { value = v; pthread_mutex_init(&m, nil) } }
+    final class Box {
+        var value: Int64
+        var m = pthread_mutex_t()
+        init(_ v: Int64) {
+            value = v
+            pthread_mutex_init(&m, nil)
+        }
+    }
     init(_ v: Int64) { box = Box(v) }
-    func load() -> Int64 { pthread_mutex_lock(&box.m); defer { pthread_mutex_unlock(&box.m) }; return box.value }
-    func store(_ v: Int64) { pthread_mutex_lock(&box.m); box.value = v; pthread_mutex_unlock(&box.m) }
+    func load() -> Int64 {
+        pthread_mutex_lock(&box.m)
+        defer { pthread_mutex_unlock(&box.m) }
+        return box.value
+    }
+    func store(_ v: Int64) {
+        pthread_mutex_lock(&box.m)
+        box.value = v
+        pthread_mutex_unlock(&box.m)
+    }
 }

@@ -36,7 +36,9 @@ public enum Mounter {
     public enum Failure: Error, CustomStringConvertible {
         case setup(String)
         public var description: String {
-            switch self { case let .setup(why): return why }
+            switch self {
+            case .setup(let why): return why
+            }
         }
     }
 
@@ -46,11 +48,15 @@ public enum Mounter {
         guard try FileSystem.listDirectory(path).isEmpty else { throw Failure.setup("mountpoint \(path) is not empty") }
     }
 
-    public static func serve(_ vault: UnlockedVault, at mountpoint: String, options: MountOptions,
-                             onReady: () -> Void) throws {
+    public static func serve(
+        _ vault: UnlockedVault, at mountpoint: String, options: MountOptions,
+        onReady: () -> Void
+    ) throws {
         let mounted = MountedVault(vault: vault, readOnly: options.readOnly)
         let source = vault.layout.root.replacingOccurrences(of: ",", with: "\\,")
-        var fuseOptions = ["fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=\(ReplyBuffers.capacity)"]
+        var fuseOptions = [
+            "fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=\(ReplyBuffers.capacity)",
+        ]
         if options.readOnly { fuseOptions.append("ro") }
         fuseOptions += options.extra
         let argv = ["vaultaire", "-o", fuseOptions.joined(separator: ",")]
@@ -68,7 +74,8 @@ public enum Mounter {
         var ops = makeOperations(extendedAttributes: options.extendedAttributes)
         let context = Unmanaged.passRetained(mounted)
         defer { context.release() }
-        guard let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque()) else {
+        guard let session = fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, context.toOpaque())
+        else {
             try? vault.close()
             throw Failure.setup("libfuse rejected the mount options")
         }
@@ -83,13 +90,16 @@ public enum Mounter {
         // Only if the mount now visible there is a vault's (ours, unless another was stacked on it meanwhile).
         let listed = MountTable.mount(at: listedMountpoint).flatMap { $0.fileSystemType == "fuse.vaultaire" ? $0 : nil }
         if options.readAheadKiB > 0, let listed {
-            vaultaire_wire_set_read_ahead_after_init("/sys/class/bdi/\(listed.device)/read_ahead_kb", UInt32(options.readAheadKiB))
+            vaultaire_wire_set_read_ahead_after_init(
+                "/sys/class/bdi/\(listed.device)/read_ahead_kb", UInt32(options.readAheadKiB))
         }
         var wire = fuse_custom_io()
         wire.read = vaultaire_wire_read
         wire.writev = vaultaire_wire_writev
         guard fuse_session_custom_io(session, &wire, fuse_session_fd(session)) == 0 else {
-            fuse_session_unmount(session); fuse_session_destroy(session); try? vault.close()
+            fuse_session_unmount(session)
+            fuse_session_destroy(session)
+            try? vault.close()
             throw Failure.setup("libfuse refused the device reader")
         }
         onReady()
@@ -97,14 +107,18 @@ public enum Mounter {
         if !options.foreground {
             // The parent returns to the shell from inside fuse_daemonize once the child is running.
             guard fuse_daemonize(0) == 0 else {
-                fuse_session_unmount(session); fuse_session_destroy(session); try? vault.close()
+                fuse_session_unmount(session)
+                fuse_session_destroy(session)
+                try? vault.close()
                 throw Failure.setup("could not detach from the terminal")
             }
             // mlock does not survive fork: lock the key pages again in this process.
             SecureBytes.relockAll()
             // The lock (an flock, shared with the parent, which has exited) is this process's now:
             // mount.lock must name it, so that "the vault is busy" points at the live daemon.
-            do { try vault.recordLockHolder() } catch { mounted.log(.warning, "could not record the daemon's PID in mount.lock: \(error)") }
+            do { try vault.recordLockHolder() } catch {
+                mounted.log(.warning, "could not record the daemon's PID in mount.lock: \(error)")
+            }
             // Standard error is /dev/null from here on.
             SystemLog.useSyslog()
             for notice in vault.notices { mounted.log(.warning, notice) }
@@ -117,12 +131,14 @@ public enum Mounter {
         var rings: OpaquePointer?
         if options.kernelRing, vaultaire_ring_kernel_allows() != 0 {
             // If the rings cannot be set up (nil), the device loop alone serves, as without io_uring.
-            rings = vaultaire_ring_prepare(fuse_session_fd(session), ReplyBuffers.capacity, { context, request, length in
-                var buffer = fuse_buf()
-                buffer.size = length
-                buffer.mem = request
-                fuse_session_process_buf(OpaquePointer(context), &buffer)
-            }, UnsafeMutableRawPointer(session))
+            rings = vaultaire_ring_prepare(
+                fuse_session_fd(session), ReplyBuffers.capacity,
+                { context, request, length in
+                    var buffer = fuse_buf()
+                    buffer.size = length
+                    buffer.mem = request
+                    fuse_session_process_buf(OpaquePointer(context), &buffer)
+                }, UnsafeMutableRawPointer(session))
         }
         if let idle = options.idleSeconds { startIdleWatch(mounted, mountpoint: mountpoint, limit: idle) }
         _ = CFuse_session_loop_mt(session, 10)
@@ -142,11 +158,17 @@ public enum Mounter {
     /// directory, an open directory) the kernel refuses it, and the watch waits for another idle period
     /// rather than cut a program off. Once the kernel lets go, the session ends as with any unmount.
     private static func startIdleWatch(_ mounted: MountedVault, mountpoint: String, limit: Int) {
-        final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
+        final class Job {
+            let run: () -> Void
+            init(_ r: @escaping () -> Void) { run = r }
+        }
         let job = Job {
             while true {
                 sleep(1)
-                if mounted.vault.hasOpenFiles { mounted.touch(); continue }
+                if mounted.vault.hasOpenFiles {
+                    mounted.touch()
+                    continue
+                }
                 guard mounted.idleSeconds >= Int64(limit) else { continue }
                 if Subprocess.run(["fusermount3", "-u", "-q", mountpoint]) == 0 {
                     mounted.log(.notice, "idle for \(limit) s: unmounted \(mountpoint) to lock the vault")
@@ -157,11 +179,13 @@ public enum Mounter {
         }
         var thread = pthread_t()
         let raw = Unmanaged.passRetained(job).toOpaque()
-        pthread_create(&thread, nil, { arg in
-            let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
-            job.run()
-            return nil
-        }, raw)
+        pthread_create(
+            &thread, nil,
+            { arg in
+                let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
+                job.run()
+                return nil
+            }, raw)
         pthread_detach(thread)
     }
 }

@@ -16,7 +16,9 @@ enum SplitRead {
     static func wanted(size: Int) -> Bool { size >= minimumSize }
 
     /// Reads `buffer.count` bytes at `offset` as two reads side by side; the bytes read, as one read would.
-    static func read(_ vault: UnlockedVault, _ handle: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    static func read(
+        _ vault: UnlockedVault, _ handle: FileHandle, at offset: Int, into buffer: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
         let half = buffer.count / 2 / alignment * alignment
         let job = Halves(vault, handle, offset: offset, buffer: buffer, half: half)
         DispatchQueue.concurrentPerform(iterations: 2) { job.read($0) }
@@ -32,13 +34,23 @@ enum SplitRead {
         var counts = [0, 0]
         var failures: [Error?] = [nil, nil]
 
-        init(_ vault: UnlockedVault, _ handle: FileHandle, offset: Int, buffer: UnsafeMutableRawBufferPointer, half: Int) {
-            self.vault = vault; self.handle = handle; self.offset = offset; self.half = half
-            parts = [UnsafeMutableRawBufferPointer(rebasing: buffer[..<half]), UnsafeMutableRawBufferPointer(rebasing: buffer[half...])]
+        init(
+            _ vault: UnlockedVault, _ handle: FileHandle, offset: Int, buffer: UnsafeMutableRawBufferPointer, half: Int
+        ) {
+            self.vault = vault
+            self.handle = handle
+            self.offset = offset
+            self.half = half
+            parts = [
+                UnsafeMutableRawBufferPointer(rebasing: buffer[..<half]),
+                UnsafeMutableRawBufferPointer(rebasing: buffer[half...]),
+            ]
         }
 
         func read(_ i: Int) {
-            do { counts[i] = try vault.read(handle, at: offset + (i == 0 ? 0 : half), into: parts[i]) } catch { failures[i] = error }
+            do { counts[i] = try vault.read(handle, at: offset + (i == 0 ? 0 : half), into: parts[i]) } catch {
+                failures[i] = error
+            }
         }
     }
 }

@@ -17,7 +17,9 @@ public final class UnmountWitnesses: @unchecked Sendable {  // `clients` and `fi
     /// Listens for the mount on `device`; nil if the name is taken (then unmount falls back to
     /// waiting for the vault lock).
     init?(device: String) {
-        guard let listener = try? LocalSocket.listen(name: UnmountWitnesses.socketName(device: device)) else { return nil }
+        guard let listener = try? LocalSocket.listen(name: UnmountWitnesses.socketName(device: device)) else {
+            return nil
+        }
         self.listener = listener
         startAccepting()
     }
@@ -34,7 +36,10 @@ public final class UnmountWitnesses: @unchecked Sendable {  // `clients` and `fi
     }
 
     private func startAccepting() {
-        final class Job { let run: () -> Void; init(_ r: @escaping () -> Void) { run = r } }
+        final class Job {
+            let run: () -> Void
+            init(_ r: @escaping () -> Void) { run = r }
+        }
         let job = Job { [self] in
             while true {
                 var poller = pollfd(fd: listener.rawValue, events: Int16(POLLIN), revents: 0)
@@ -48,11 +53,13 @@ public final class UnmountWitnesses: @unchecked Sendable {  // `clients` and `fi
         }
         var thread = pthread_t()
         let raw = Unmanaged.passRetained(job).toOpaque()
-        pthread_create(&thread, nil, { arg in
-            FileSystem.becomeBackgroundThread(named: "vaultaire-unmnt")
-            Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, raw)
+        pthread_create(
+            &thread, nil,
+            { arg in
+                FileSystem.becomeBackgroundThread(named: "vaultaire-unmnt")
+                Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue().run()
+                return nil
+            }, raw)
         pthread_detach(thread)
     }
 

@@ -11,9 +11,16 @@ public struct ByteWriter {
     public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
     public mutating func raw<C: Collection>(_ v: C) where C.Element == UInt8 { bytes.append(contentsOf: v) }
     /// u32 length, then the bytes.
-    public mutating func blob(_ v: [UInt8]) { u32(UInt32(v.count)); bytes.append(contentsOf: v) }
+    public mutating func blob(_ v: [UInt8]) {
+        u32(UInt32(v.count))
+        bytes.append(contentsOf: v)
+    }
     /// u16 length, then UTF-8.
-    public mutating func string(_ s: String) { let u = Array(s.utf8); u16(UInt16(u.count)); bytes.append(contentsOf: u) }
+    public mutating func string(_ s: String) {
+        let u = Array(s.utf8)
+        u16(UInt16(u.count))
+        bytes.append(contentsOf: u)
+    }
 }
 
 /// Bounds-checked reader: every overrun is a `FormatError.malformed`, never a trap.
@@ -61,7 +68,9 @@ public struct ByteReader {
     public mutating func string() throws -> String {
         let n = Int(try u16())
         let raw = try take(n)
-        guard let s = String(validating: raw, as: UTF8.self) else { throw FormatError.malformed("\(what): invalid UTF-8") }
+        guard let s = String(validating: raw, as: UTF8.self) else {
+            throw FormatError.malformed("\(what): invalid UTF-8")
+        }
         return s
     }
 

@@ -50,8 +50,8 @@ public enum CredentialError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .tooShort(why): return "credential too short: \(why)"
-        case let .invalidPattern(why): return "invalid pattern: \(why)"
+        case .tooShort(let why): return "credential too short: \(why)"
+        case .invalidPattern(let why): return "invalid pattern: \(why)"
         case .mismatch: return "the two entries do not match"
         }
     }
@@ -89,13 +89,17 @@ public struct Pattern: Equatable {
         guard Pattern.gridSizes.contains(rows), Pattern.gridSizes.contains(columns) else {
             throw CredentialError.invalidPattern("grid must be 2×2 to 9×9")
         }
-        let lastColumn = UInt8(ascii: "a") + UInt8(columns) - 1, lastRow = UInt8(ascii: "1") + UInt8(rows) - 1
+        let lastColumn = UInt8(ascii: "a") + UInt8(columns) - 1
+        let lastRow = UInt8(ascii: "1") + UInt8(rows) - 1
         var cells: [Int] = []
         for part in text.split(separator: "-") {
             let p = Array(part.trimmingWhitespace.lowercased().utf8)
-            guard p.count == 2, (UInt8(ascii: "a")...lastColumn).contains(p[0]), (UInt8(ascii: "1")...lastRow).contains(p[1]) else {
+            guard p.count == 2, (UInt8(ascii: "a")...lastColumn).contains(p[0]),
+                (UInt8(ascii: "1")...lastRow).contains(p[1])
+            else {
                 throw CredentialError.invalidPattern(
-                    "the pattern is not a list of cells from a1 to \(Character(UnicodeScalar(lastColumn)))\(Character(UnicodeScalar(lastRow))) joined by '-'")
+                    "the pattern is not a list of cells from a1 to \(Character(UnicodeScalar(lastColumn)))\(Character(UnicodeScalar(lastRow))) joined by '-'"
+                )
             }
             cells.append(Int(p[1] - UInt8(ascii: "1")) * columns + Int(p[0] - UInt8(ascii: "a")))
         }
@@ -117,4 +121,3 @@ public struct Pattern: Equatable {
         Array("vaultaire-pattern-v1".utf8) + [UInt8(rows), UInt8(columns), UInt8(cells.count)] + cells.map { UInt8($0) }
     }
 }
-

@@ -53,29 +53,42 @@ public final class FileBlob {
 
     static func publicBytes(blobID: [UInt8], chunkSizeLog2: UInt8) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(magic); w.u8(UInt8(VaultHeader.formatVersion)); w.u8(chunkSizeLog2); w.u16(0); w.raw(blobID)
+        w.raw(magic)
+        w.u8(UInt8(VaultHeader.formatVersion))
+        w.u8(chunkSizeLog2)
+        w.u16(0)
+        w.raw(blobID)
         return w.bytes
     }
 
     static func headerAAD(publicBytes: [UInt8], vaultID: [UInt8], inodeID: UInt64) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(Array(headerLabel.utf8)); w.raw(publicBytes); w.raw(vaultID); w.u64(inodeID)
+        w.raw(Array(headerLabel.utf8))
+        w.raw(publicBytes)
+        w.raw(vaultID)
+        w.u64(inodeID)
         return w.bytes
     }
 
     /// Creates the blob with a fresh content key and an empty stream. With `deferHeader` the header
     /// reaches the disk with the first write, or at `writeHeldBackHeader`, whichever comes first.
-    public static func create(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
-                              chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
-                              deferHeader: Bool = false, reusingEmptyFile: Bool = false) throws -> FileBlob {
+    public static func create(
+        file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+        chunkSizeLog2: UInt8, name: String, mimeType: String, version: UInt64,
+        deferHeader: Bool = false, reusingEmptyFile: Bool = false
+    ) throws -> FileBlob {
         // With `reusingEmptyFile` the blob's (empty) file is already there and is written in place:
         // removing it first would leave a moment where a durable record names no blob at all.
         let fd = try file.open(flags: reusingEmptyFile ? O_RDWR : O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         let contentKey = try SecureBytes(randomCount: 32)
-        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
-        let header = try blob.sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
-                                           name: name, mimeType: mimeType, version: version)
-        if deferHeader { blob.unwrittenHeader = header } else {
+        let blob = FileBlob(
+            path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: contentKey)
+        let header = try blob.sealedHeader(
+            inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
+            name: name, mimeType: mimeType, version: version)
+        if deferHeader {
+            blob.unwrittenHeader = header
+        } else {
             do { try fd.write(header, at: 0) } catch {
                 // An empty blob would be left for nobody (the disk was full); a reused one stays empty.
                 if !reusingEmptyFile { try? file.remove() }
@@ -108,23 +121,28 @@ public final class FileBlob {
 
     /// Opens and authenticates an existing blob's header; its content version must be `version`, or
     /// `version - 1` when `allowPreviousVersion` (a crash between the record and the header update).
-    public static func open(file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
-                            chunkSizeLog2: UInt8, writable: Bool, version: UInt64,
-                            allowPreviousVersion: Bool = false) throws -> (FileBlob, HeaderInfo) {
+    public static func open(
+        file: AnchoredPath, blobID: [UInt8], inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes,
+        chunkSizeLog2: UInt8, writable: Bool, version: UInt64,
+        allowPreviousVersion: Bool = false
+    ) throws -> (FileBlob, HeaderInfo) {
         let fd = try file.open(flags: writable ? O_RDWR : O_RDONLY)
         var head = [UInt8](repeating: 0, count: headerSize)
         let n = try head.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }
         guard n == headerSize else { throw FormatError.damaged("file header truncated") }
         let expected = publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
-        guard Array(head[0..<publicSize]) == expected else { throw FormatError.damaged("file header does not match its index record") }
+        guard Array(head[0..<publicSize]) == expected else {
+            throw FormatError.damaged("file header does not match its index record")
+        }
         let nonce = Array(head[publicSize..<publicSize + 12])
         let sealed = Array(head[publicSize + 12..<headerSize])
         // An ordinary array (secure storage of this size costs system calls on every open), wiped
         // below; it is the only copy besides the key's own secure storage.
         var plain: [UInt8]
         do {
-            plain = try AESGCM.open(sealed, using: headerKey, nonce: nonce,
-                                    authenticating: headerAAD(publicBytes: expected, vaultID: vaultID, inodeID: inodeID))
+            plain = try AESGCM.open(
+                sealed, using: headerKey, nonce: nonce,
+                authenticating: headerAAD(publicBytes: expected, vaultID: vaultID, inodeID: inodeID))
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("file header fails authentication")
         }
@@ -137,23 +155,29 @@ public final class FileBlob {
         let name = try r.string()
         let mime = try r.string()
         let key = SecureBytes(copying: plain[0..<32])
-        let blob = FileBlob(path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
+        let blob = FileBlob(
+            path: file.path, fd: fd, blobID: blobID, chunkSize: 1 << Int(chunkSizeLog2), contentKey: key)
         return (blob, HeaderInfo(name: name, mimeType: mime, version: found))
     }
 
     /// Reseals the header with a new name or MIME type (same content key, fresh nonce).
-    public func writeHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
-                            name: String, mimeType: String, version: UInt64) throws {
-        let header = try sealedHeader(inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
-                                      name: name, mimeType: mimeType, version: version)
+    public func writeHeader(
+        inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
+        name: String, mimeType: String, version: UInt64
+    ) throws {
+        let header = try sealedHeader(
+            inodeID: inodeID, vaultID: vaultID, headerKey: headerKey, chunkSizeLog2: chunkSizeLog2,
+            name: name, mimeType: mimeType, version: version)
         try headerLock.withLock {
             try fd.write(header, at: 0)
             unwrittenHeader = nil
         }
     }
 
-    private func sealedHeader(inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
-                              name: String, mimeType: String, version: UInt64) throws -> [UInt8] {
+    private func sealedHeader(
+        inodeID: UInt64, vaultID: [UInt8], headerKey: SecureBytes, chunkSizeLog2: UInt8,
+        name: String, mimeType: String, version: UInt64
+    ) throws -> [UInt8] {
         guard !keyWiped else { throw FormatError.locked }
         let pub = FileBlob.publicBytes(blobID: blobID, chunkSizeLog2: chunkSizeLog2)
         // Everything after the key, in an ordinary writer; the key goes straight from its secure
@@ -167,11 +191,14 @@ public final class FileBlob {
         defer { SecureBytes.cleanse(&plain) }
         plain.withUnsafeMutableBytes { p in
             contentKey.withUnsafeBytes { k in _ = memcpy(p.baseAddress!, k.baseAddress!, k.count) }
-            w.bytes.withUnsafeBytes { rest in _ = memcpy(p.baseAddress! + contentKey.count, rest.baseAddress!, rest.count) }
+            w.bytes.withUnsafeBytes { rest in
+                _ = memcpy(p.baseAddress! + contentKey.count, rest.baseAddress!, rest.count)
+            }
         }
         let nonce = try SecureRandom.bytes(12)
-        let sealed = try AESGCM.seal(plain, using: headerKey, nonce: nonce,
-                                     authenticating: FileBlob.headerAAD(publicBytes: pub, vaultID: vaultID, inodeID: inodeID))
+        let sealed = try AESGCM.seal(
+            plain, using: headerKey, nonce: nonce,
+            authenticating: FileBlob.headerAAD(publicBytes: pub, vaultID: vaultID, inodeID: inodeID))
         return pub + nonce + sealed
     }
 
@@ -188,7 +215,8 @@ public final class FileBlob {
     }
 
     private func chunkAAD(_ index: Int, final: Bool) -> (UInt64, UInt64, UInt64, UInt8) {
-        var a: UInt64 = 0, b: UInt64 = 0
+        var a: UInt64 = 0
+        var b: UInt64 = 0
         blobID.withUnsafeBytes { raw in
             a = raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
             b = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
@@ -198,16 +226,20 @@ public final class FileBlob {
 
     /// Decrypts chunk `index` into `plaintext` (exactly one chunk). `slot` is scratch of `slotSize` bytes.
     /// Throws `damaged` if the chunk is missing or fails authentication; `plaintext` is then zeroed.
-    public func readChunk(_ index: Int, final: Bool, into plaintext: UnsafeMutableRawBufferPointer,
-                          scratch slot: UnsafeMutableRawBufferPointer) throws {
+    public func readChunk(
+        _ index: Int, final: Bool, into plaintext: UnsafeMutableRawBufferPointer,
+        scratch slot: UnsafeMutableRawBufferPointer
+    ) throws {
         try readChunks(from: index, count: 1, finalIndex: final ? index : -1, into: plaintext, scratch: slot)
     }
 
     /// Reads `count` consecutive chunks with one pread and opens each into `plaintext` (count × chunk size).
     /// The chunk numbered `finalIndex` is expected to carry the final flag. On any failure the whole of
     /// `plaintext` is zeroed before `damaged` is thrown.
-    public func readChunks(from first: Int, count: Int, finalIndex: Int, into plaintext: UnsafeMutableRawBufferPointer,
-                           scratch: UnsafeMutableRawBufferPointer) throws {
+    public func readChunks(
+        from first: Int, count: Int, finalIndex: Int, into plaintext: UnsafeMutableRawBufferPointer,
+        scratch: UnsafeMutableRawBufferPointer
+    ) throws {
         precondition(plaintext.count == count * chunkSize && scratch.count >= count * slotSize)
         guard !keyWiped else { throw FormatError.locked }
         let slots = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count * slotSize])
@@ -220,10 +252,12 @@ public final class FileBlob {
                 var aad = chunkAAD(index, final: index == finalIndex)
                 do {
                     try withUnsafeBytes(of: &aad) { a in
-                        try AESGCMContext.current.open(UnsafeRawBufferPointer(rebasing: slot[12...]), using: contentKey,
-                                                       nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
-                                                       authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
-                                                       into: UnsafeMutableRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]))
+                        try AESGCMContext.current.open(
+                            UnsafeRawBufferPointer(rebasing: slot[12...]), using: contentKey,
+                            nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                            authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
+                            into: UnsafeMutableRawBufferPointer(
+                                rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]))
                     }
                 } catch CryptoError.authenticationFailure {
                     throw FormatError.damaged("chunk \(index) fails authentication")
@@ -236,22 +270,28 @@ public final class FileBlob {
     }
 
     /// Seals `plaintext` (exactly one chunk) as chunk `index` with a fresh nonce and writes it in place.
-    public func writeChunk(_ index: Int, final: Bool, from plaintext: UnsafeRawBufferPointer,
-                           scratch slot: UnsafeMutableRawBufferPointer) throws {
+    public func writeChunk(
+        _ index: Int, final: Bool, from plaintext: UnsafeRawBufferPointer,
+        scratch slot: UnsafeMutableRawBufferPointer
+    ) throws {
         try writeChunks(from: index, count: 1, finalIndex: final ? index : -1, from: plaintext, scratch: slot)
     }
 
     /// Seals `count` consecutive chunks (each with a fresh random nonce) and writes them with one pwrite.
-    public func writeChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
-                            scratch: UnsafeMutableRawBufferPointer) throws {
+    public func writeChunks(
+        from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
+        scratch: UnsafeMutableRawBufferPointer
+    ) throws {
         try sealChunks(from: first, count: count, finalIndex: finalIndex, from: plaintext, into: scratch)
         try writeSealedChunks(from: first, count: count, slots: UnsafeRawBufferPointer(scratch))
     }
 
     /// Seals `count` consecutive chunks into slots (nonce ‖ ciphertext ‖ tag), each with a fresh random
     /// nonce, touching nothing on disk. Needs no lock: it reads only the blob's fixed key and ID.
-    public func sealChunks(from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
-                           into slots: UnsafeMutableRawBufferPointer) throws {
+    public func sealChunks(
+        from first: Int, count: Int, finalIndex: Int, from plaintext: UnsafeRawBufferPointer,
+        into slots: UnsafeMutableRawBufferPointer
+    ) throws {
         precondition(plaintext.count == count * chunkSize && slots.count >= count * slotSize)
         guard !keyWiped else { throw FormatError.locked }
         // All the run's nonces from one call to the generator (each call has a fixed cost).
@@ -263,10 +303,11 @@ public final class FileBlob {
             nonces.withUnsafeBytes { _ = memcpy(slot.baseAddress!, $0.baseAddress! + k * 12, 12) }
             var aad = chunkAAD(index, final: index == finalIndex)
             try withUnsafeBytes(of: &aad) { a in
-                try AESGCMContext.current.seal(UnsafeRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]),
-                                               using: contentKey, nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
-                                               authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
-                                               into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
+                try AESGCMContext.current.seal(
+                    UnsafeRawBufferPointer(rebasing: plaintext[k * chunkSize..<(k + 1) * chunkSize]),
+                    using: contentKey, nonce: UnsafeRawBufferPointer(rebasing: slot[0..<12]),
+                    authenticating: UnsafeRawBufferPointer(rebasing: a[0..<25]),
+                    into: UnsafeMutableRawBufferPointer(rebasing: slot[12...]))
             }
         }
     }

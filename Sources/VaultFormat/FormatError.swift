@@ -23,20 +23,23 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .notAVault(path): return "\(path) is not a Vaultaire vault (no vault.header)"
-        case let .vaultMissing(path): return "vault \(path) does not exist (no such local directory)"
-        case let .unsupportedVersion(v): return "unsupported vault format version \(v) (this build reads version \(VaultHeader.formatVersion))"
-        case let .malformed(what): return "vault data malformed: \(what)"
-        case let .damaged(what): return "vault damaged: \(what)"
+        case .notAVault(let path): return "\(path) is not a Vaultaire vault (no vault.header)"
+        case .vaultMissing(let path): return "vault \(path) does not exist (no such local directory)"
+        case .unsupportedVersion(let v):
+            return "unsupported vault format version \(v) (this build reads version \(VaultHeader.formatVersion))"
+        case .malformed(let what): return "vault data malformed: \(what)"
+        case .damaged(let what): return "vault damaged: \(what)"
         case .wrongCredential: return "wrong credential"
         case .deviceMismatch:
-            return "this vault was set up with another device salt (another machine or a reset keychain); open it with 'vaultaire recover'"
-        case let .rollback(seen, found):
+            return
+                "this vault was set up with another device salt (another machine or a reset keychain); open it with 'vaultaire recover'"
+        case .rollback(let seen, let found):
             return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found) "
                 + "(if you restored an older copy on purpose, open it once with --accept-rollback)"
         case .locked: return "the vault is locked (its keys are wiped)"
-        case let .weakKDF(what, iterations, minimum):
-            return "\(what) iterations \(iterations) are below the minimum \(minimum) (set VAULTAIRE_ALLOW_WEAK_KDF=1 only for tests)"
+        case .weakKDF(let what, let iterations, let minimum):
+            return
+                "\(what) iterations \(iterations) are below the minimum \(minimum) (set VAULTAIRE_ALLOW_WEAK_KDF=1 only for tests)"
         }
     }
 }

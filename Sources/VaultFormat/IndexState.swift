@@ -10,7 +10,8 @@ public struct IndexState: Equatable {
     /// A fresh index with only the root directory.
     public static func empty(uid: UInt32, gid: UInt32, now: Int64) -> IndexState {
         var state = IndexState()
-        state.inodes[Inode.rootID] = Inode(id: Inode.rootID, kind: .directory, permissions: 0o755, uid: uid, gid: gid, now: now)
+        state.inodes[Inode.rootID] = Inode(
+            id: Inode.rootID, kind: .directory, permissions: 0o755, uid: uid, gid: gid, now: now)
         state.entries[Inode.rootID] = [:]
         return state
     }
@@ -18,21 +19,23 @@ public struct IndexState: Equatable {
     /// Applies one change; an impossible change means the index is damaged.
     public mutating func apply(_ change: IndexChange) throws {
         switch change {
-        case let .putInode(inode):
-            guard inode.id >= Inode.rootID, inode.id < UInt64.max else { throw FormatError.damaged("inode number \(inode.id) out of range") }
+        case .putInode(let inode):
+            guard inode.id >= Inode.rootID, inode.id < UInt64.max else {
+                throw FormatError.damaged("inode number \(inode.id) out of range")
+            }
             inodes[inode.id] = inode
             if inode.kind == .directory, entries[inode.id] == nil { entries[inode.id] = [:] }
             if inode.id >= nextID { nextID = inode.id + 1 }
-        case let .removeInode(id):
+        case .removeInode(let id):
             guard id != Inode.rootID else { throw FormatError.damaged("index removes the root") }
             inodes[id] = nil
             entries[id] = nil
-        case let .link(parent, name, child):
+        case .link(let parent, let name, let child):
             guard entries[parent] != nil, inodes[child] != nil else {
                 throw FormatError.damaged("index links \(child) into missing directory or from missing inode")
             }
             entries[parent]![name] = child
-        case let .unlink(parent, name):
+        case .unlink(let parent, let name):
             guard entries[parent]?[name] != nil else { throw FormatError.damaged("index unlinks a missing entry") }
             entries[parent]![name] = nil
         }
@@ -48,7 +51,9 @@ public struct IndexState: Equatable {
         w.u32(UInt32(total))
         for parent in entries.keys.sorted() {
             for (name, child) in entries[parent]!.sorted(by: { $0.key < $1.key }) {
-                w.u64(parent); w.string(name); w.u64(child)
+                w.u64(parent)
+                w.string(name)
+                w.u64(child)
             }
         }
         return w.bytes
@@ -65,12 +70,18 @@ public struct IndexState: Equatable {
         }
         let links = Int(try r.u32())
         for _ in 0..<links {
-            let parent = try r.u64(), name = try r.string(), child = try r.u64()
-            guard entries[parent] != nil, inodes[child] != nil else { throw FormatError.damaged("snapshot entry points nowhere") }
+            let parent = try r.u64()
+            let name = try r.string()
+            let child = try r.u64()
+            guard entries[parent] != nil, inodes[child] != nil else {
+                throw FormatError.damaged("snapshot entry points nowhere")
+            }
             entries[parent]![name] = child
         }
         try r.expectEnd()
-        guard inodes[Inode.rootID]?.kind == .directory else { throw FormatError.damaged("snapshot lacks the root directory") }
+        guard inodes[Inode.rootID]?.kind == .directory else {
+            throw FormatError.damaged("snapshot lacks the root directory")
+        }
     }
 }
 

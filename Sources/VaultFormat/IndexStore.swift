@@ -67,7 +67,9 @@ public final class IndexStore {
     public func load(forWriting: Bool) throws -> (IndexState, LoadReport) {
         var report = LoadReport()
         let snapshot: [UInt8]
-        do { snapshot = try snapshotFile.read(limit: IndexStore.maximumSnapshot) } catch let e as SystemError where e.errno == ENOENT {
+        do { snapshot = try snapshotFile.read(limit: IndexStore.maximumSnapshot) } catch let e as SystemError
+            where e.errno == ENOENT
+        {
             throw FormatError.damaged("index snapshot missing")
         }
         snapshotBytes = snapshot.count
@@ -80,12 +82,16 @@ public final class IndexStore {
             throw FormatError.damaged("index journal missing")
         }
         let reader = try WindowedReader(fd, window: IndexStore.journalWindow)
-        guard let head = try reader.bytes(at: 0, count: IndexStore.journalHeaderSize), Array(head[0..<4]) == IndexStore.journalMagic else {
+        guard let head = try reader.bytes(at: 0, count: IndexStore.journalHeaderSize),
+            Array(head[0..<4]) == IndexStore.journalMagic
+        else {
             throw FormatError.damaged("index journal header")
         }
         let journalVersion = Int(head[4]) | Int(head[5]) << 8
         guard journalVersion == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
-        guard Array(head[6..<22]) == vaultID else { throw FormatError.damaged("index journal belongs to another vault") }
+        guard Array(head[6..<22]) == vaultID else {
+            throw FormatError.damaged("index journal belongs to another vault")
+        }
         var offset = IndexStore.journalHeaderSize
         while offset < reader.size {
             let fixed = 4 + 8 + 12
@@ -113,8 +119,13 @@ public final class IndexStore {
             report.records += 1
         }
         if offset < reader.size {
-            report.notices.append("index journal ended in an incomplete record (interrupted write); \(reader.size - offset) bytes dropped")
-            if forWriting { try fd.truncate(to: offset); try fd.sync() }
+            report.notices.append(
+                "index journal ended in an incomplete record (interrupted write); \(reader.size - offset) bytes dropped"
+            )
+            if forWriting {
+                try fd.truncate(to: offset)
+                try fd.sync()
+            }
         }
         journalBytes = offset
         if forWriting {
@@ -127,7 +138,10 @@ public final class IndexStore {
     /// changes wait in memory and go out in the next record written, so that a file's create and its
     /// close cost one record; a record is written in any case before `sync` or `compact` returns.
     public func append(_ changes: [IndexChange], deferred later: Bool = false) throws {
-        if later { waiting += changes; return }
+        if later {
+            waiting += changes
+            return
+        }
         let all = waiting.isEmpty ? changes : waiting + changes
         guard !all.isEmpty else { return }
         guard let journal else { preconditionFailure("index opened read-only") }
@@ -137,8 +151,14 @@ public final class IndexStore {
         let nonce = try SecureRandom.bytes(12)
         let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
         var rec = ByteWriter(capacity: sealed.count + 24)
-        rec.u32(UInt32(sealed.count)); rec.u64(seq); rec.raw(nonce); rec.raw(sealed)
-        guard !tornTail else { throw SystemError(errno: EIO, operation: "append", path: "index/journal (a cut-short record could not be taken back)") }
+        rec.u32(UInt32(sealed.count))
+        rec.u64(seq)
+        rec.raw(nonce)
+        rec.raw(sealed)
+        guard !tornTail else {
+            throw SystemError(
+                errno: EIO, operation: "append", path: "index/journal (a cut-short record could not be taken back)")
+        }
         do { try journal.append(rec.bytes) } catch {
             // A record cut short (the disk filled mid-write) would make every later record unreadable:
             // take it back, so the journal ends where the last whole record ends — or, if even that
@@ -182,16 +202,23 @@ public final class IndexStore {
     // MARK: Pieces
 
     private func recordAAD(_ seq: UInt64) -> [UInt8] {
-        var w = ByteWriter(); w.raw(Array(IndexStore.journalLabel.utf8)); w.raw(vaultID); w.u64(seq)
+        var w = ByteWriter()
+        w.raw(Array(IndexStore.journalLabel.utf8))
+        w.raw(vaultID)
+        w.u64(seq)
         return w.bytes
     }
 
     private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
         var head = ByteWriter()
-        head.raw(IndexStore.snapshotMagic); head.u16(UInt16(VaultHeader.formatVersion)); head.raw(vaultID); head.u64(seq)
+        head.raw(IndexStore.snapshotMagic)
+        head.u16(UInt16(VaultHeader.formatVersion))
+        head.raw(vaultID)
+        head.u64(seq)
         let nonce = try SecureRandom.bytes(12)
-        let sealed = try AESGCM.seal(state.encoded(), using: key, nonce: nonce,
-                                     authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
+        let sealed = try AESGCM.seal(
+            state.encoded(), using: key, nonce: nonce,
+            authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
         let file = head.bytes + nonce + sealed
         try snapshotFile.replace(with: file)
         snapshotSeq = seq
@@ -210,7 +237,8 @@ public final class IndexStore {
         let sealed = try r.raw(r.remaining)
         let plain: [UInt8]
         do {
-            plain = try AESGCM.open(sealed, using: key, nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head)
+            plain = try AESGCM.open(
+                sealed, using: key, nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head)
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("index snapshot fails authentication")
         }
@@ -220,7 +248,9 @@ public final class IndexStore {
 
     private func startJournal() throws {
         var w = ByteWriter()
-        w.raw(IndexStore.journalMagic); w.u16(UInt16(VaultHeader.formatVersion)); w.raw(vaultID)
+        w.raw(IndexStore.journalMagic)
+        w.u16(UInt16(VaultHeader.formatVersion))
+        w.raw(vaultID)
         try journalFile.replace(with: w.bytes)
         journalBytes = w.bytes.count
     }

@@ -3,7 +3,13 @@
 /// open after unlink all fall out naturally.
 public struct Inode: Equatable {
     public enum Kind: UInt8 {
-        case file = 1, directory = 2, symlink = 3, fifo = 4, socket = 5, characterDevice = 6, blockDevice = 7
+        case file = 1
+        case directory = 2
+        case symlink = 3
+        case fifo = 4
+        case socket = 5
+        case characterDevice = 6
+        case blockDevice = 7
     }
 
     public static let rootID: UInt64 = 1
@@ -60,13 +66,29 @@ public struct Inode: Equatable {
     static let maximumSymlink = 4096
 
     func encode(into w: inout ByteWriter) {
-        w.u64(id); w.u8(kind.rawValue); w.u32(permissions); w.u32(uid); w.u32(gid); w.u32(linkCount)
-        w.u64(size); w.i64(accessTime); w.i64(modificationTime); w.i64(changeTime); w.i64(birthTime)
-        w.u64(deviceNumber); w.u8(UInt8(blobID.count)); w.raw(blobID); w.string(mimeType); w.blob(symlinkTarget)
+        w.u64(id)
+        w.u8(kind.rawValue)
+        w.u32(permissions)
+        w.u32(uid)
+        w.u32(gid)
+        w.u32(linkCount)
+        w.u64(size)
+        w.i64(accessTime)
+        w.i64(modificationTime)
+        w.i64(changeTime)
+        w.i64(birthTime)
+        w.u64(deviceNumber)
+        w.u8(UInt8(blobID.count))
+        w.raw(blobID)
+        w.string(mimeType)
+        w.blob(symlinkTarget)
         w.u8(needsCheck ? 1 : 0)
         w.u64(contentVersion)
         w.u16(UInt16(extendedAttributes.count))
-        for (name, value) in extendedAttributes.sorted(by: { $0.key < $1.key }) { w.string(name); w.blob(value) }
+        for (name, value) in extendedAttributes.sorted(by: { $0.key < $1.key }) {
+            w.string(name)
+            w.blob(value)
+        }
     }
 
     init(decoding r: inout ByteReader) throws {
@@ -74,9 +96,14 @@ public struct Inode: Equatable {
         guard let k = Kind(rawValue: try r.u8()) else { throw FormatError.malformed("inode kind") }
         kind = k
         permissions = try r.u32() & 0o7777
-        uid = try r.u32(); gid = try r.u32(); linkCount = try r.u32()
+        uid = try r.u32()
+        gid = try r.u32()
+        linkCount = try r.u32()
         size = try r.u64()
-        accessTime = try r.i64(); modificationTime = try r.i64(); changeTime = try r.i64(); birthTime = try r.i64()
+        accessTime = try r.i64()
+        modificationTime = try r.i64()
+        changeTime = try r.i64()
+        birthTime = try r.i64()
         deviceNumber = try r.u64()
         let blobLength = Int(try r.u8())
         guard blobLength == 0 || blobLength == 16 else { throw FormatError.malformed("blob identifier length") }
@@ -107,10 +134,21 @@ public enum IndexChange: Equatable {
 
     func encode(into w: inout ByteWriter) {
         switch self {
-        case let .putInode(inode): w.u8(1); inode.encode(into: &w)
-        case let .removeInode(id): w.u8(2); w.u64(id)
-        case let .link(parent, name, child): w.u8(3); w.u64(parent); w.string(name); w.u64(child)
-        case let .unlink(parent, name): w.u8(4); w.u64(parent); w.string(name)
+        case .putInode(let inode):
+            w.u8(1)
+            inode.encode(into: &w)
+        case .removeInode(let id):
+            w.u8(2)
+            w.u64(id)
+        case .link(let parent, let name, let child):
+            w.u8(3)
+            w.u64(parent)
+            w.string(name)
+            w.u64(child)
+        case .unlink(let parent, let name):
+            w.u8(4)
+            w.u64(parent)
+            w.string(name)
         }
     }
 

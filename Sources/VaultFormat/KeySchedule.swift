@@ -25,6 +25,9 @@ public final class KeySchedule {
 
     /// Zeroes every key now (lock), without waiting for release.
     public func wipe() {
-        master.wipe(); index.wipe(); fileHeader.wipe(); thumbnail.wipe()
+        master.wipe()
+        index.wipe()
+        fileHeader.wipe()
+        thumbnail.wipe()
     }
 }

@@ -66,8 +66,8 @@ public enum RecoveryPhraseError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .wrongWordCount(n): return "a recovery phrase has \(RecoveryPhrase.wordCount) words, this one has \(n)"
-        case let .unknownWord(position): return "word \(position) of the recovery phrase is not in the word list"
+        case .wrongWordCount(let n): return "a recovery phrase has \(RecoveryPhrase.wordCount) words, this one has \(n)"
+        case .unknownWord(let position): return "word \(position) of the recovery phrase is not in the word list"
         case .badChecksum: return "the recovery phrase checksum does not match (a word is wrong or out of order)"
         }
     }
@@ -101,12 +101,15 @@ public enum WordlistError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .missing(p): return "recovery word list not found at \(p) (install python3-mnemonic, see scripts/install-deps.sh)"
-        case let .altered(p): return "recovery word list at \(p) is not the BIP-39 English list"
+        case .missing(let p):
+            return "recovery word list not found at \(p) (install python3-mnemonic, see scripts/install-deps.sh)"
+        case .altered(let p): return "recovery word list at \(p) is not the BIP-39 English list"
         }
     }
 }
 
 public enum FileSystemPaths {
-    public static var wordlist: String { ProcessInfo.processInfo.environment["VAULTAIRE_WORDLIST"] ?? Wordlist.defaultPath }
+    public static var wordlist: String {
+        ProcessInfo.processInfo.environment["VAULTAIRE_WORDLIST"] ?? Wordlist.defaultPath
+    }
 }

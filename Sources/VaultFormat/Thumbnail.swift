@@ -12,24 +12,36 @@ public enum Thumbnail {
 
     static func aad(vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(Array(KeySchedule.thumbnailLabel.utf8)); w.raw(vaultID); w.u64(inodeID); w.raw(blobID)
+        w.raw(Array(KeySchedule.thumbnailLabel.utf8))
+        w.raw(vaultID)
+        w.u64(inodeID)
+        w.raw(blobID)
         return w.bytes
     }
 
-    public static func seal(_ image: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]) throws -> [UInt8] {
-        guard image.count <= maximumSize else { throw FormatError.malformed("thumbnail larger than \(maximumSize) bytes") }
+    public static func seal(
+        _ image: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]
+    ) throws -> [UInt8] {
+        guard image.count <= maximumSize else {
+            throw FormatError.malformed("thumbnail larger than \(maximumSize) bytes")
+        }
         let nonce = try SecureRandom.bytes(12)
-        let sealed = try AESGCM.seal(image, using: key, nonce: nonce, authenticating: aad(vaultID: vaultID, inodeID: inodeID, blobID: blobID))
+        let sealed = try AESGCM.seal(
+            image, using: key, nonce: nonce, authenticating: aad(vaultID: vaultID, inodeID: inodeID, blobID: blobID))
         return magic + [UInt8(VaultHeader.formatVersion)] + nonce + sealed
     }
 
-    public static func open(_ bytes: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]) throws -> [UInt8] {
-        guard bytes.count >= 5 + 12 + 16, Array(bytes[0..<4]) == magic, bytes[4] == UInt8(VaultHeader.formatVersion) else {
+    public static func open(
+        _ bytes: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]
+    ) throws -> [UInt8] {
+        guard bytes.count >= 5 + 12 + 16, Array(bytes[0..<4]) == magic, bytes[4] == UInt8(VaultHeader.formatVersion)
+        else {
             throw FormatError.damaged("thumbnail header")
         }
         do {
-            return try AESGCM.open(Array(bytes[17...]), using: key, nonce: Array(bytes[5..<17]),
-                                   authenticating: aad(vaultID: vaultID, inodeID: inodeID, blobID: blobID))
+            return try AESGCM.open(
+                Array(bytes[17...]), using: key, nonce: Array(bytes[5..<17]),
+                authenticating: aad(vaultID: vaultID, inodeID: inodeID, blobID: blobID))
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("thumbnail fails authentication")
         }

@@ -56,34 +56,45 @@ public struct VaultHeader: Equatable {
     // MARK: Creating and opening
 
     /// A new vault's header around a fresh random master key, which is returned with it.
-    public static func create(credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, iterations: Int,
-                              recoveryPhrase: SecureBytes, recoveryIterations: Int,
-                              chunkSizeLog2: UInt8) throws -> (VaultHeader, SecureBytes) {
+    public static func create(
+        credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, iterations: Int,
+        recoveryPhrase: SecureBytes, recoveryIterations: Int,
+        chunkSizeLog2: UInt8
+    ) throws -> (VaultHeader, SecureBytes) {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try KDFPolicy.check(recoveryIterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
         let master = try SecureBytes(randomCount: 32)
-        let placeholder = CredentialEnvelope(kind: credential.kind, patternRows: 0, patternColumns: 0, iterations: 0,
-                                             saltID: [], nonce: [], sealed: [])
+        let placeholder = CredentialEnvelope(
+            kind: credential.kind, patternRows: 0, patternColumns: 0, iterations: 0,
+            saltID: [], nonce: [], sealed: [])
         var header = VaultHeader(
             vaultID: try SecureRandom.bytes(16), chunkSizeLog2: chunkSizeLog2, credential: placeholder,
-            recovery: RecoveryEnvelope(iterations: UInt32(recoveryIterations), salt: try SecureRandom.bytes(32), nonce: [], sealed: []),
+            recovery: RecoveryEnvelope(
+                iterations: UInt32(recoveryIterations), salt: try SecureRandom.bytes(32), nonce: [], sealed: []),
             backup: BackupEnvelope(iterations: UInt32(iterations), nonce: [], sealed: []))
-        try header.wrapForCredential(master, credential: credential, pattern: pattern, deviceSalt: deviceSalt, iterations: iterations)
-        let recoveryKey = try PBKDF2.deriveSHA512(password: recoveryPhrase, salt: header.recovery.salt, iterations: recoveryIterations)
+        try header.wrapForCredential(
+            master, credential: credential, pattern: pattern, deviceSalt: deviceSalt, iterations: iterations)
+        let recoveryKey = try PBKDF2.deriveSHA512(
+            password: recoveryPhrase, salt: header.recovery.salt, iterations: recoveryIterations)
         header.recovery.nonce = try SecureRandom.bytes(12)
-        header.recovery.sealed = try AESGCM.sealSecret(master, using: recoveryKey, nonce: header.recovery.nonce, authenticating: header.recoveryAAD)
+        header.recovery.sealed = try AESGCM.sealSecret(
+            master, using: recoveryKey, nonce: header.recovery.nonce, authenticating: header.recoveryAAD)
         return (header, master)
     }
 
     /// Seals `master` under a new credential: rewrites the credential and backup envelopes only.
-    public mutating func wrapForCredential(_ master: SecureBytes, credential: Credential, pattern: Pattern?,
-                                           deviceSalt: SecureBytes, iterations: Int) throws {
+    public mutating func wrapForCredential(
+        _ master: SecureBytes, credential: Credential, pattern: Pattern?,
+        deviceSalt: SecureBytes, iterations: Int
+    ) throws {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         self.credential = CredentialEnvelope(
             kind: credential.kind, patternRows: UInt8(pattern?.rows ?? 0), patternColumns: UInt8(pattern?.columns ?? 0),
-            iterations: UInt32(iterations), saltID: try VaultHeader.saltID(of: deviceSalt), nonce: try SecureRandom.bytes(12), sealed: [])
+            iterations: UInt32(iterations), saltID: try VaultHeader.saltID(of: deviceSalt),
+            nonce: try SecureRandom.bytes(12), sealed: [])
         let vaultKey = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: iterations)
-        self.credential.sealed = try AESGCM.sealSecret(master, using: vaultKey, nonce: self.credential.nonce, authenticating: credentialAAD)
+        self.credential.sealed = try AESGCM.sealSecret(
+            master, using: vaultKey, nonce: self.credential.nonce, authenticating: credentialAAD)
         backup.iterations = UInt32(iterations)
         backup.nonce = try SecureRandom.bytes(12)
         let backupKey = try backupKey(credential: credential)
@@ -91,7 +102,8 @@ public struct VaultHeader: Equatable {
     }
 
     /// Vault key = PBKDF2-HMAC-SHA512(credential, device salt, iterations).
-    public static func vaultKey(credential: Credential, deviceSalt: SecureBytes, iterations: Int) throws -> SecureBytes {
+    public static func vaultKey(credential: Credential, deviceSalt: SecureBytes, iterations: Int) throws -> SecureBytes
+    {
         let salt = deviceSalt.withUnsafeBytes { Array($0) }
         return try PBKDF2.deriveSHA512(password: credential.secret, salt: salt, iterations: iterations)
     }
@@ -100,9 +112,11 @@ public struct VaultHeader: Equatable {
     public func unlock(credential: Credential, deviceSalt: SecureBytes) throws -> SecureBytes {
         try KDFPolicy.check(Int(self.credential.iterations), minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         guard try VaultHeader.saltID(of: deviceSalt) == self.credential.saltID else { throw FormatError.deviceMismatch }
-        let key = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: Int(self.credential.iterations))
+        let key = try VaultHeader.vaultKey(
+            credential: credential, deviceSalt: deviceSalt, iterations: Int(self.credential.iterations))
         do {
-            return try AESGCM.openSecret(self.credential.sealed, using: key, nonce: self.credential.nonce, authenticating: credentialAAD)
+            return try AESGCM.openSecret(
+                self.credential.sealed, using: key, nonce: self.credential.nonce, authenticating: credentialAAD)
         } catch CryptoError.authenticationFailure {
             throw FormatError.wrongCredential
         }
@@ -111,9 +125,11 @@ public struct VaultHeader: Equatable {
     /// Opens the recovery envelope with the normalized phrase.
     public func unlock(recoveryPhrase: SecureBytes) throws -> SecureBytes {
         try KDFPolicy.check(Int(recovery.iterations), minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
-        let key = try PBKDF2.deriveSHA512(password: recoveryPhrase, salt: recovery.salt, iterations: Int(recovery.iterations))
+        let key = try PBKDF2.deriveSHA512(
+            password: recoveryPhrase, salt: recovery.salt, iterations: Int(recovery.iterations))
         do {
-            return try AESGCM.openSecret(recovery.sealed, using: key, nonce: recovery.nonce, authenticating: recoveryAAD)
+            return try AESGCM.openSecret(
+                recovery.sealed, using: key, nonce: recovery.nonce, authenticating: recoveryAAD)
         } catch CryptoError.authenticationFailure {
             throw FormatError.wrongCredential
         }
@@ -146,33 +162,50 @@ public struct VaultHeader: Equatable {
 
     private var prefix: [UInt8] {
         var w = ByteWriter()
-        w.raw(VaultHeader.magic); w.u16(UInt16(VaultHeader.formatVersion)); w.raw(vaultID); w.u8(chunkSizeLog2); w.u8(0)
+        w.raw(VaultHeader.magic)
+        w.u16(UInt16(VaultHeader.formatVersion))
+        w.raw(vaultID)
+        w.u8(chunkSizeLog2)
+        w.u8(0)
         return w.bytes
     }
 
     private var credentialParameters: [UInt8] {
         var w = ByteWriter()
-        w.u8(credential.kind.rawValue); w.u8(credential.patternRows); w.u8(credential.patternColumns)
-        w.u32(credential.iterations); w.raw(credential.saltID)
+        w.u8(credential.kind.rawValue)
+        w.u8(credential.patternRows)
+        w.u8(credential.patternColumns)
+        w.u32(credential.iterations)
+        w.raw(credential.saltID)
         return w.bytes
     }
 
     var credentialAAD: [UInt8] { Array(VaultHeader.credentialLabel.utf8) + prefix + credentialParameters }
     var recoveryAAD: [UInt8] {
-        var w = ByteWriter(); w.u32(recovery.iterations); w.raw(recovery.salt)
+        var w = ByteWriter()
+        w.u32(recovery.iterations)
+        w.raw(recovery.salt)
         return Array(VaultHeader.recoveryLabel.utf8) + prefix + w.bytes
     }
     var backupAAD: [UInt8] {
-        var w = ByteWriter(); w.u32(backup.iterations)
+        var w = ByteWriter()
+        w.u32(backup.iterations)
         return Array(VaultHeader.backupLabel.utf8) + prefix + w.bytes
     }
 
     public func encoded() -> [UInt8] {
         var w = ByteWriter(capacity: VaultHeader.encodedSize)
         w.raw(prefix)
-        w.raw(credentialParameters); w.raw(credential.nonce); w.raw(credential.sealed)
-        w.u32(recovery.iterations); w.raw(recovery.salt); w.raw(recovery.nonce); w.raw(recovery.sealed)
-        w.u32(backup.iterations); w.raw(backup.nonce); w.raw(backup.sealed)
+        w.raw(credentialParameters)
+        w.raw(credential.nonce)
+        w.raw(credential.sealed)
+        w.u32(recovery.iterations)
+        w.raw(recovery.salt)
+        w.raw(recovery.nonce)
+        w.raw(recovery.sealed)
+        w.u32(backup.iterations)
+        w.raw(backup.nonce)
+        w.raw(backup.sealed)
         precondition(w.bytes.count == VaultHeader.encodedSize)
         return w.bytes
     }
@@ -182,16 +215,20 @@ public struct VaultHeader: Equatable {
         guard try r.raw(4) == VaultHeader.magic else { throw FormatError.malformed("vault header magic") }
         let version = Int(try r.u16())
         guard version == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(version) }
-        guard bytes.count == VaultHeader.encodedSize else { throw FormatError.malformed("vault header size \(bytes.count)") }
+        guard bytes.count == VaultHeader.encodedSize else {
+            throw FormatError.malformed("vault header size \(bytes.count)")
+        }
         vaultID = try r.raw(16)
         chunkSizeLog2 = try r.u8()
         guard (12...20).contains(chunkSizeLog2) else { throw FormatError.malformed("chunk size 2^\(chunkSizeLog2)") }
         // Reserved: must be zero, so no bit of the header can change unnoticed.
         guard try r.u8() == 0 else { throw FormatError.malformed("vault header reserved byte") }
         guard let kind = Credential.Kind(rawValue: try r.u8()) else { throw FormatError.malformed("credential kind") }
-        credential = CredentialEnvelope(kind: kind, patternRows: try r.u8(), patternColumns: try r.u8(), iterations: try r.u32(),
-                                        saltID: try r.raw(8), nonce: try r.raw(12), sealed: try r.raw(48))
-        recovery = RecoveryEnvelope(iterations: try r.u32(), salt: try r.raw(32), nonce: try r.raw(12), sealed: try r.raw(48))
+        credential = CredentialEnvelope(
+            kind: kind, patternRows: try r.u8(), patternColumns: try r.u8(), iterations: try r.u32(),
+            saltID: try r.raw(8), nonce: try r.raw(12), sealed: try r.raw(48))
+        recovery = RecoveryEnvelope(
+            iterations: try r.u32(), salt: try r.raw(32), nonce: try r.raw(12), sealed: try r.raw(48))
         backup = BackupEnvelope(iterations: try r.u32(), nonce: try r.raw(12), sealed: try r.raw(48))
         try r.expectEnd()
         try checkFields()
@@ -206,18 +243,27 @@ public struct VaultHeader: Equatable {
                 throw FormatError.malformed("a passphrase vault's pattern grid must be 0×0")
             }
         case .pattern:
-            guard Pattern.gridSizes.contains(Int(credential.patternRows)), Pattern.gridSizes.contains(Int(credential.patternColumns)) else {
-                throw FormatError.malformed("pattern grid \(credential.patternColumns)×\(credential.patternRows) (2×2 to 9×9)")
+            guard Pattern.gridSizes.contains(Int(credential.patternRows)),
+                Pattern.gridSizes.contains(Int(credential.patternColumns))
+            else {
+                throw FormatError.malformed(
+                    "pattern grid \(credential.patternColumns)×\(credential.patternRows) (2×2 to 9×9)")
             }
         }
-        for (what, count) in [("vault", credential.iterations), ("recovery", recovery.iterations), ("backup", backup.iterations)] {
+        for (what, count) in [
+            ("vault", credential.iterations), ("recovery", recovery.iterations), ("backup", backup.iterations),
+        ] {
             guard (KDFPolicy.absoluteMinimum...KDFPolicy.maximum).contains(Int(count)) else {
-                throw FormatError.malformed("\(what) KDF iteration count \(count) (\(KDFPolicy.absoluteMinimum) to \(KDFPolicy.maximum))")
+                throw FormatError.malformed(
+                    "\(what) KDF iteration count \(count) (\(KDFPolicy.absoluteMinimum) to \(KDFPolicy.maximum))")
             }
         }
     }
 
-    private init(vaultID: [UInt8], chunkSizeLog2: UInt8, credential: CredentialEnvelope, recovery: RecoveryEnvelope, backup: BackupEnvelope) {
+    private init(
+        vaultID: [UInt8], chunkSizeLog2: UInt8, credential: CredentialEnvelope, recovery: RecoveryEnvelope,
+        backup: BackupEnvelope
+    ) {
         self.vaultID = vaultID
         self.chunkSizeLog2 = chunkSizeLog2
         self.credential = credential

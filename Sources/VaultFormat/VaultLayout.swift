@@ -46,7 +46,9 @@ public struct VaultLayout {
     public func indexDirectory() throws -> AnchoredPath { try directory().file("index") }
     public func lockFile() throws -> AnchoredPath { try directory().file("mount.lock") }
     public func blobFile(_ id: [UInt8]) throws -> AnchoredPath { try directory().file(fannedOut(id, under: "blobs")) }
-    public func thumbnailFile(_ id: [UInt8]) throws -> AnchoredPath { try directory().file(fannedOut(id, under: "thumbs")) }
+    public func thumbnailFile(_ id: [UInt8]) throws -> AnchoredPath {
+        try directory().file(fannedOut(id, under: "thumbs"))
+    }
 
     /// Full paths, for messages and tests; the program itself opens through the `…File()` accessors.
     public var header: String { root + "/" + VaultHeader.fileName }
@@ -68,7 +70,6 @@ public struct VaultLayout {
         }
         return String(decoding: path, as: UTF8.self)
     }
-
 
     /// Creates the directory skeleton (0700 throughout), with all 256 fan-out subdirectories for
     /// blobs: made one at a time with their first blob, they cost a new vault's first few thousand
@@ -102,7 +103,8 @@ public struct VaultLayout {
     /// Every blob identifier present on disk.
     public func blobIDsOnDisk() throws -> [[UInt8]] {
         var ids: [[UInt8]] = []
-        for sub in try FileSystem.listDirectory(blobsDirectory) where sub.count == 2 && FileSystem.isDirectory(blobsDirectory + "/" + sub) {
+        for sub in try FileSystem.listDirectory(blobsDirectory)
+        where sub.count == 2 && FileSystem.isDirectory(blobsDirectory + "/" + sub) {
             for name in try FileSystem.listDirectory(blobsDirectory + "/" + sub) where name.count == 30 {
                 if let id = [UInt8](hex: sub + name) { ids.append(id) }
             }

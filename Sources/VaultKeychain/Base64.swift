@@ -9,7 +9,8 @@ public enum Base64 {
         let out = SecureBytes(count: (input.count + 2) / 3 * 4)
         input.withUnsafeBytes { src in
             out.withUnsafeMutableBytes { dst in
-                var o = 0, i = 0
+                var o = 0
+                var i = 0
                 while i < src.count {
                     let b0 = UInt32(src[i])
                     let b1 = i + 1 < src.count ? UInt32(src[i + 1]) : 0
@@ -19,7 +20,8 @@ public enum Base64 {
                     dst[o + 1] = alphabet[Int(v >> 12 & 63)]
                     dst[o + 2] = i + 1 < src.count ? alphabet[Int(v >> 6 & 63)] : 61
                     dst[o + 3] = i + 2 < src.count ? alphabet[Int(v & 63)] : 61
-                    i += 3; o += 4
+                    i += 3
+                    o += 4
                 }
             }
         }
@@ -35,7 +37,8 @@ public enum Base64 {
             if src.count >= 2 && src[src.count - 2] == 61 { pad += 1 }
             let out = SecureBytes(count: src.count / 4 * 3 - pad)
             let ok = out.withUnsafeMutableBytes { dst -> Bool in
-                var o = 0, i = 0
+                var o = 0
+                var i = 0
                 while i < src.count {
                     var v: UInt32 = 0
                     for k in 0..<4 {
@@ -53,7 +56,8 @@ public enum Base64 {
                         v = v << 6 | d
                     }
                     for k in 0..<3 where o + k < dst.count { dst[o + k] = UInt8(v >> (16 - 8 * UInt32(k)) & 255) }
-                    o += 3; i += 4
+                    o += 3
+                    i += 4
                 }
                 return true
             }

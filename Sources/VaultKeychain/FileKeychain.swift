@@ -35,7 +35,8 @@ public final class FileKeychain: KeychainBackend {
         }
         guard st.st_uid == getuid() else { throw KeychainError.insecureStorage("\(fd.path) is owned by another user") }
         guard st.st_mode & 0o077 == 0 else {
-            throw KeychainError.insecureStorage("\(fd.path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8)))")
+            throw KeychainError.insecureStorage(
+                "\(fd.path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8)))")
         }
     }
 

@@ -14,8 +14,8 @@ public enum KeychainItem: Equatable {
     public var account: String {
         switch self {
         case .deviceSalt: return "device-salt"
-        case let .masterKey(id): return "master-key-" + id.hex
-        case let .generation(id): return "generation-" + id.hex
+        case .masterKey(let id): return "master-key-" + id.hex
+        case .generation(let id): return "generation-" + id.hex
         }
     }
 
@@ -30,11 +30,10 @@ public enum KeychainItem: Equatable {
     public var vaultID: String? {
         switch self {
         case .deviceSalt: return nil
-        case let .masterKey(id), let .generation(id): return id.hex
+        case .masterKey(let id), .generation(let id): return id.hex
         }
     }
 }
-
 
 /// A place to keep device-bound secrets. Backends store opaque bytes; they never fall back to
 /// another place when they fail.
@@ -64,7 +63,10 @@ public final class Keychain {
     public func delete(_ item: KeychainItem) throws { try backend.delete(item) }
 
     public func contains(_ item: KeychainItem) throws -> Bool {
-        do { _ = try backend.get(item); return true } catch KeychainError.notFound { return false }
+        do {
+            _ = try backend.get(item)
+            return true
+        } catch KeychainError.notFound { return false }
     }
 
     // MARK: Master keys

@@ -18,12 +18,12 @@ public enum KeychainError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound: return "no such item in the keychain"
-        case let .deviceLocked(hint): return "the keyring is locked; \(hint)"
-        case let .invalidKeySize(n): return "a master key must be 32 bytes, got \(n)"
-        case let .unavailable(why): return "keychain unavailable: \(why)"
-        case let .backendFailure(why): return "keychain error: \(why)"
-        case let .insecureStorage(why): return "keychain storage is not private: \(why)"
-        case let .corruptItem(what): return "keychain item \(what) is corrupt"
+        case .deviceLocked(let hint): return "the keyring is locked; \(hint)"
+        case .invalidKeySize(let n): return "a master key must be 32 bytes, got \(n)"
+        case .unavailable(let why): return "keychain unavailable: \(why)"
+        case .backendFailure(let why): return "keychain error: \(why)"
+        case .insecureStorage(let why): return "keychain storage is not private: \(why)"
+        case .corruptItem(let what): return "keychain item \(what) is corrupt"
         }
     }
 }

@@ -10,7 +10,8 @@ public final class SecretServiceKeychain: KeychainBackend {
     public let name = "Secret Service"
     private let mayPrompt: Bool
 
-    public static let unlockHint = "unlock your login keyring (log in to the desktop, or run 'gnome-keyring-daemon --unlock' with your login password on standard input) and try again"
+    public static let unlockHint =
+        "unlock your login keyring (log in to the desktop, or run 'gnome-keyring-daemon --unlock' with your login password on standard input) and try again"
 
     public init(mayPrompt: Bool = isatty(0) == 1) { self.mayPrompt = mayPrompt }
 
@@ -20,9 +21,12 @@ public final class SecretServiceKeychain: KeychainBackend {
         switch status {
         case Int32(VAULTAIRE_SECRET_OK.rawValue): return
         case Int32(VAULTAIRE_SECRET_NOT_FOUND.rawValue): throw KeychainError.notFound
-        case Int32(VAULTAIRE_SECRET_LOCKED.rawValue): throw KeychainError.deviceLocked(hint: SecretServiceKeychain.unlockHint)
+        case Int32(VAULTAIRE_SECRET_LOCKED.rawValue):
+            throw KeychainError.deviceLocked(hint: SecretServiceKeychain.unlockHint)
         case Int32(VAULTAIRE_SECRET_UNAVAILABLE.rawValue):
-            throw KeychainError.unavailable("\(text); start or unlock a Secret Service keyring, or choose the file keychain with --keychain file or VAULTAIRE_KEYCHAIN=file")
+            throw KeychainError.unavailable(
+                "\(text); start or unlock a Secret Service keyring, or choose the file keychain with --keychain file or VAULTAIRE_KEYCHAIN=file"
+            )
         case Int32(VAULTAIRE_SECRET_TOO_LARGE.rawValue): throw KeychainError.corruptItem("item")
         default: throw KeychainError.backendFailure(text)
         }
@@ -31,8 +35,9 @@ public final class SecretServiceKeychain: KeychainBackend {
     public func store(_ item: KeychainItem, value: SecureBytes) throws {
         var message: UnsafeMutablePointer<CChar>?
         let status = value.withUnsafeBytes { bytes in
-            vaultaire_secret_store(item.account, item.kind, item.vaultID ?? "", "Vaultaire \(item.kind)",
-                                   bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count, mayPrompt ? 1 : 0, &message)
+            vaultaire_secret_store(
+                item.account, item.kind, item.vaultID ?? "", "Vaultaire \(item.kind)",
+                bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count, mayPrompt ? 1 : 0, &message)
         }
         try check(status, message)
     }
@@ -42,8 +47,9 @@ public final class SecretServiceKeychain: KeychainBackend {
         var length = 0
         var message: UnsafeMutablePointer<CChar>?
         let status = buffer.withUnsafeMutableBytes { out in
-            vaultaire_secret_lookup(item.account, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, &length,
-                                    mayPrompt ? 1 : 0, &message)
+            vaultaire_secret_lookup(
+                item.account, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, &length,
+                mayPrompt ? 1 : 0, &message)
         }
         try check(status, message)
         return buffer.slice(0..<length)

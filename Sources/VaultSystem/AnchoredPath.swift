@@ -1,5 +1,5 @@
-import Glibc
 internal import CSystemShims
+import Glibc
 
 /// A directory held open by descriptor, under which files are named by `AnchoredPath`s. The
 /// directory itself is opened by the path given (which may pass through symbolic links: the person
@@ -63,15 +63,20 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
         let all = flags | O_NOFOLLOW | O_CLOEXEC | (nonBlocking ? O_NONBLOCK : 0)
         let fd: Int32
         do {
-            fd = try retryingEINTR("open", path: path) { vaultaire_open_beneath(directory.rawValue, relative.isEmpty ? "." : relative, all, UInt32(mode)) }
+            fd = try retryingEINTR("open", path: path) {
+                vaultaire_open_beneath(directory.rawValue, relative.isEmpty ? "." : relative, all, UInt32(mode))
+            }
         } catch let e as SystemError where e.errno == ELOOP || e.errno == ENXIO || e.errno == EXDEV {
-            throw unsafeComponent() ?? UnsafeFileError(path: path, found: e.errno == ENXIO ? "a socket or device" : "a symbolic link")
+            throw unsafeComponent()
+                ?? UnsafeFileError(path: path, found: e.errno == ENXIO ? "a socket or device" : "a symbolic link")
         }
         let descriptor = FileDescriptor(adopting: fd, path: path)
         if !creating {
             var st = stat()
             try retryingEINTR("fstat", path: path) { fstat(fd, &st) }
-            guard st.st_mode & S_IFMT == S_IFREG else { throw UnsafeFileError(path: path, found: UnsafeFileError.kind(st.st_mode)) }
+            guard st.st_mode & S_IFMT == S_IFREG else {
+                throw UnsafeFileError(path: path, found: UnsafeFileError.kind(st.st_mode))
+            }
             if nonBlocking {
                 let status = try retryingEINTR("fcntl", path: path) { fcntl(fd, F_GETFL) }
                 try retryingEINTR("fcntl", path: path) { fcntl(fd, F_SETFL, status & ~O_NONBLOCK) }
@@ -112,7 +117,9 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
     }
 
     /// Atomic replacement as above, with `fill` writing the temporary's contents.
-    public func replace(temporaryName: String? = nil, mode: mode_t = 0o600, _ fill: (FileDescriptor) throws -> Void) throws {
+    public func replace(
+        temporaryName: String? = nil, mode: mode_t = 0o600, _ fill: (FileDescriptor) throws -> Void
+    ) throws {
         let temporary = parent.appending(temporaryName ?? name + ".tmp")
         let fd = try temporary.createExclusive(mode: mode, replacingStale: temporaryName == nil)
         do {
@@ -133,7 +140,9 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
             return try open(flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
         } catch let e as SystemError where e.errno == EEXIST && replacingStale {
             guard let (found, _) = try lstatMode() else { throw e }
-            guard found & S_IFMT == S_IFREG else { throw UnsafeFileError(path: path, found: UnsafeFileError.kind(found)) }
+            guard found & S_IFMT == S_IFREG else {
+                throw UnsafeFileError(path: path, found: UnsafeFileError.kind(found))
+            }
             try remove()
             return try open(flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
         }
@@ -142,14 +151,16 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
     /// Renames `source` (in the same directory) to this name, replacing what is there. The
     /// corresponding C function is `renameat`.
     public func rename(from source: AnchoredPath) throws {
-        let from = try source.parentDescriptor(), to = try parentDescriptor()
+        let from = try source.parentDescriptor()
+        let to = try parentDescriptor()
         try retryingEINTR("rename", path: path) { renameat(from.rawValue, source.name, to.rawValue, name) }
     }
 
     /// Makes `link` (in the same directory) a new name of the file `source`, failing with EEXIST if
     /// the name is taken: a first-writer-wins create. The corresponding C function is `linkat`.
     public func link(from source: AnchoredPath) throws {
-        let from = try source.parentDescriptor(), to = try parentDescriptor()
+        let from = try source.parentDescriptor()
+        let to = try parentDescriptor()
         try retryingEINTR("link", path: path) { linkat(from.rawValue, source.name, to.rawValue, name, 0) }
     }
 
@@ -181,7 +192,9 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
     public func openDirectory() throws -> FileDescriptor {
         do {
             let fd = try retryingEINTR("open", path: path) {
-                vaultaire_open_beneath(directory.rawValue, relative.isEmpty ? "." : relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
+                vaultaire_open_beneath(
+                    directory.rawValue, relative.isEmpty ? "." : relative,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
             }
             return FileDescriptor(adopting: fd, path: path)
         } catch let e as SystemError where e.errno == ELOOP || e.errno == EXDEV {
@@ -207,8 +220,12 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
             let kind = st.st_mode & S_IFMT
             let full = directory.path + "/" + walked
             if kind == S_IFLNK { return UnsafeFileError(path: full, found: "a symbolic link") }
-            if i < parts.count - 1 && kind != S_IFDIR { return UnsafeFileError(path: full, found: UnsafeFileError.kind(st.st_mode)) }
-            if i == parts.count - 1 && kind != S_IFREG && kind != S_IFDIR { return UnsafeFileError(path: full, found: UnsafeFileError.kind(st.st_mode)) }
+            if i < parts.count - 1 && kind != S_IFDIR {
+                return UnsafeFileError(path: full, found: UnsafeFileError.kind(st.st_mode))
+            }
+            if i == parts.count - 1 && kind != S_IFREG && kind != S_IFDIR {
+                return UnsafeFileError(path: full, found: UnsafeFileError.kind(st.st_mode))
+            }
         }
         return nil
     }

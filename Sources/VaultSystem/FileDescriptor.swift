@@ -1,5 +1,5 @@
-import Glibc
 internal import CSystemShims
+import Glibc
 
 /// An owned file descriptor, closed on release. Wraps each call once, with EINTR retried.
 public final class FileDescriptor: @unchecked Sendable {
@@ -52,8 +52,10 @@ public final class FileDescriptor: @unchecked Sendable {
     /// Writes `first` and then `second` back to back from `offset`, with one system call when the
     /// kernel takes both at once. The corresponding C function is `pwritev`.
     public func write(_ first: UnsafeRawBufferPointer, then second: UnsafeRawBufferPointer, at offset: Int) throws {
-        var parts = [iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-                     iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count)]
+        var parts = [
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
+        ]
         let n = try retryingEINTR("write", path: path) { pwritev(rawValue, &parts, 2, off_t(offset)) }
         guard n < first.count + second.count else { return }
         // A short write (rare for regular files): finish each part with plain pwrites.
@@ -67,7 +69,9 @@ public final class FileDescriptor: @unchecked Sendable {
         try bytes.withUnsafeBytes { buf in
             var done = 0
             while done < buf.count {
-                let n = try retryingEINTR("write", path: path) { Glibc.write(rawValue, buf.baseAddress! + done, buf.count - done) }
+                let n = try retryingEINTR("write", path: path) {
+                    Glibc.write(rawValue, buf.baseAddress! + done, buf.count - done)
+                }
                 done += n
             }
         }
@@ -79,7 +83,9 @@ public final class FileDescriptor: @unchecked Sendable {
         var total = 0
         while true {
             let room = out.count - total
-            let n = try out.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]), at: total) }
+            let n = try out.withUnsafeMutableBytes {
+                try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]), at: total)
+            }
             total += n
             if n < room { break }  // end of file
             guard out.count <= limit else { throw SystemError(errno: EFBIG, operation: "read", path: path) }

@@ -1,5 +1,5 @@
-import Glibc
 internal import CSystemShims
+import Glibc
 
 /// Whole-file and directory helpers with the crash-safety rules of the vault:
 /// replace = write-new + fsync + rename + fsync(directory).

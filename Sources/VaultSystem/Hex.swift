@@ -10,7 +10,10 @@ extension Array where Element == UInt8 {
         let digits = Hex.digits
         var out = [UInt8]()
         out.reserveCapacity(count * 2)
-        for b in self { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        for b in self {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -1,5 +1,5 @@
-import Glibc
 internal import CSystemShims
+import Glibc
 
 /// Stream sockets in Linux's abstract unix namespace: named without a file (nothing to clean up, no
 /// path an attacker can plant), gone with the process that listens.
@@ -43,7 +43,9 @@ public final class FileDescriptorHandle: @unchecked Sendable {
     public func send(_ bytes: [UInt8]) {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(rawValue, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(rawValue, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
             done += n

@@ -32,9 +32,13 @@ public enum MountTable {
         var out: [Entry] = []
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ").map(String.init)
-            guard fields.count > 5, let dash = fields.firstIndex(of: "-"), dash > 5, dash + 2 < fields.count else { continue }
-            out.append(Entry(device: fields[2], mountpoint: unescape(fields[4]), fileSystemType: fields[dash + 1],
-                             source: unescape(fields[dash + 2]), readOnly: fields[5].split(separator: ",").contains("ro")))
+            guard fields.count > 5, let dash = fields.firstIndex(of: "-"), dash > 5, dash + 2 < fields.count else {
+                continue
+            }
+            out.append(
+                Entry(
+                    device: fields[2], mountpoint: unescape(fields[4]), fileSystemType: fields[dash + 1],
+                    source: unescape(fields[dash + 2]), readOnly: fields[5].split(separator: ",").contains("ro")))
         }
         return out
     }
@@ -45,10 +49,14 @@ public enum MountTable {
         let u = Array(s.utf8)
         var i = 0
         while i < u.count {
-            if u[i] == 92, i + 3 < u.count, let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
-                out.append(v); i += 4
+            if u[i] == 92, i + 3 < u.count,
+                let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8)
+            {
+                out.append(v)
+                i += 4
             } else {
-                out.append(u[i]); i += 1
+                out.append(u[i])
+                i += 1
             }
         }
         return String(decoding: out, as: UTF8.self)

@@ -1,5 +1,5 @@
-import Glibc
 internal import CSystemShims
+import Glibc
 
 /// A new file written beside `target` and renamed over it by `commit` once complete and synced.
 /// Whoever reads `target` sees the old file or the whole new one, never a part. Where the filesystem
@@ -26,7 +26,8 @@ public final class ReplacementFile {
             descriptor = FileDescriptor(adopting: fd, path: target)
             unnamed = true
         } else {
-            descriptor = try FileDescriptor(path: temporaryPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: keptMode)
+            descriptor = try FileDescriptor(
+                path: temporaryPath, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: keptMode)
             unnamed = false
         }
     }
@@ -35,7 +36,9 @@ public final class ReplacementFile {
     public func commit() throws {
         try descriptor.sync()
         if unnamed {
-            try retryingEINTR("link", path: temporaryPath) { vaultaire_name_unnamed(descriptor.rawValue, temporaryPath) }
+            try retryingEINTR("link", path: temporaryPath) {
+                vaultaire_name_unnamed(descriptor.rawValue, temporaryPath)
+            }
         }
         do {
             try retryingEINTR("rename", path: target) { rename(temporaryPath, target) }

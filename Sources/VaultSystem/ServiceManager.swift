@@ -23,7 +23,9 @@ public enum ServiceManager {
     /// it was sent. Failures are not errors: the service works the same without a manager.
     @discardableResult
     public static func notify(_ state: String) -> Bool {
-        guard let path = socketPath, path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108 else { return false }
+        guard let path = socketPath, path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108 else {
+            return false
+        }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

@@ -55,4 +55,3 @@ public enum SystemLog {
         message.replacingNewlines.withCString { text in withVaList([text]) { vsyslog(level.priority, "%s", $0) } }
     }
 }
-

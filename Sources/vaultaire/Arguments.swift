@@ -36,7 +36,9 @@ struct CommandSpec {
     /// The options as written, and `--extpass` wherever `--passphrase-file` is: both give the current
     /// credential, so every command that takes one takes the other.
     var allOptions: [Option] {
-        guard let i = options.firstIndex(where: { $0.long == CommonOptions.passphraseFile.long }) else { return options }
+        guard let i = options.firstIndex(where: { $0.long == CommonOptions.passphraseFile.long }) else {
+            return options
+        }
         var all = options
         all.insert(CommonOptions.extpass, at: i + 1)
         return all
@@ -70,7 +72,10 @@ struct CommandSpec {
                 parsed.positionals.append(a)
                 continue
             }
-            if a == "--" { onlyPositionals = true; continue }
+            if a == "--" {
+                onlyPositionals = true
+                continue
+            }
             var name: String
             var inlineValue: String?
             if a.hasPrefix("--") {
@@ -80,7 +85,8 @@ struct CommandSpec {
                     name = String(name[..<eq])
                 }
             } else {
-                guard a.count == 2, let o = (options + [CommandSpec.helpOption]).first(where: { $0.short == a.last }) else {
+                guard a.count == 2, let o = (options + [CommandSpec.helpOption]).first(where: { $0.short == a.last })
+                else {
                     throw CLIError.usage("unknown option '\(a)'", command: self.name)
                 }
                 name = o.long
@@ -91,14 +97,24 @@ struct CommandSpec {
             }
             if option.valueName != nil {
                 let value: String
-                if let inlineValue { value = inlineValue } else {
-                    guard i < args.count else { throw CLIError.usage("option '--\(name)' needs a value", command: self.name) }
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard i < args.count else {
+                        throw CLIError.usage("option '--\(name)' needs a value", command: self.name)
+                    }
                     value = args[i]
                     i += 1
                 }
-                if option.repeatable { parsed.repeated[name, default: []].append(value) } else { parsed.values[name] = value }
+                if option.repeatable {
+                    parsed.repeated[name, default: []].append(value)
+                } else {
+                    parsed.values[name] = value
+                }
             } else {
-                guard inlineValue == nil else { throw CLIError.usage("option '--\(name)' takes no value", command: self.name) }
+                guard inlineValue == nil else {
+                    throw CLIError.usage("option '--\(name)' takes no value", command: self.name)
+                }
                 parsed.flags.insert(name)
             }
         }

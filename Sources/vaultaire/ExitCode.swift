@@ -46,11 +46,11 @@ enum CLIError: Error {
 /// One clear line (never a secret, never a stack trace) and the exit code for any error.
 func report(_ error: Error) -> (String, ExitCode) {
     switch error {
-    case let CLIError.usage(message, command):
+    case CLIError.usage(let message, let command):
         var text = "Error: \(message)"
         if let command { text += "\nSee 'vaultaire \(command) --help'." } else { text += "\nSee 'vaultaire --help'." }
         return (text, .usage)
-    case let CLIError.message(message, code):
+    case CLIError.message(let message, let code):
         return ("Error: \(message)", code)
     case let e as FormatError:
         switch e {

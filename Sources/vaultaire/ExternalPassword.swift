@@ -12,7 +12,8 @@ enum ExternalPassword {
         var ends: [Int32] = [-1, -1]
         // Close-on-exec on both ends (set before any other process is started here), so the command
         // holds only the write end it gets as its standard output.
-        guard pipe(&ends) == 0, fcntl(ends[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(ends[1], F_SETFD, FD_CLOEXEC) == 0 else {
+        guard pipe(&ends) == 0, fcntl(ends[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(ends[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
             throw CLIError.message("cannot run \(source): \(String(cString: strerror(errno)))", .credentialUnavailable)
         }
         let (readEnd, writeEnd) = (ends[0], ends[1])
@@ -28,7 +29,8 @@ enum ExternalPassword {
         close(writeEnd)
         guard spawned == 0 else {
             close(readEnd)
-            throw CLIError.message("cannot run \(source): \(String(cString: strerror(spawned)))", .credentialUnavailable)
+            throw CLIError.message(
+                "cannot run \(source): \(String(cString: strerror(spawned)))", .credentialUnavailable)
         }
         let result = Result { () throws(SecretStream.Failure) in try SecretStream.readToEnd(readEnd) }
         close(readEnd)  // a command still writing past the limit gets SIGPIPE instead of blocking
@@ -45,8 +47,8 @@ enum ExternalPassword {
             throw CLIError.message("\(source) failed (exit status \((status >> 8) & 0xff))", .credentialUnavailable)
         }
         switch result {
-        case let .success(secret): return secret
-        case let .failure(e): throw CLIError.message(e.message(source), .credentialUnavailable)
+        case .success(let secret): return secret
+        case .failure(let e): throw CLIError.message(e.message(source), .credentialUnavailable)
         }
     }
 }

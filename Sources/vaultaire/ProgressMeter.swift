@@ -47,8 +47,11 @@ final class ProgressMeter {
 
     func line(_ done: Int, elapsed: Double) -> String {
         var text = unit == .bytes ? amount(done) : "\(done)"
-        if let total, total > 0 { text += " of \(amount(total)) (\(min(100, done * 100 / total))%)" }
-        else if unit == .files { text += " files" }
+        if let total, total > 0 {
+            text += " of \(amount(total)) (\(min(100, done * 100 / total))%)"
+        } else if unit == .files {
+            text += " files"
+        }
         guard elapsed > 0.2, done > 0 else { return text }
         let rate = Double(done) / elapsed
         text += ", " + (unit == .bytes ? amount(Int(rate)) : "\(Int(rate)) files") + "/s"
@@ -61,7 +64,10 @@ final class ProgressMeter {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(n)
         var i = 0
-        while value >= 1024 && i < units.count - 1 { value /= 1024; i += 1 }
+        while value >= 1024 && i < units.count - 1 {
+            value /= 1024
+            i += 1
+        }
         if i == 0 { return "\(n) B" }
         let tenths = Int((value * 10).rounded())
         return "\(tenths / 10).\(tenths % 10) \(units[i])"
@@ -76,6 +82,7 @@ final class ProgressMeter {
 }
 
 extension CommonOptions {
-    static let quiet = CommandSpec.Option(long: "quiet", short: "q", valueName: nil,
-                                          help: "No progress line (it is shown only when standard error is a terminal).")
+    static let quiet = CommandSpec.Option(
+        long: "quiet", short: "q", valueName: nil,
+        help: "No progress line (it is shown only when standard error is a terminal).")
 }

@@ -22,7 +22,12 @@ enum SecretInput {
             quiet.c_lflag |= tcflag_t(ECHONL)
             tcsetattr(tty, TCSAFLUSH, &quiet)
         }
-        defer { if haveTermios { var s = saved; tcsetattr(tty, TCSAFLUSH, &s) } }
+        defer {
+            if haveTermios {
+                var s = saved
+                tcsetattr(tty, TCSAFLUSH, &s)
+            }
+        }
         _ = text.withCString { write(tty, $0, strlen($0)) }
         let buffer = SecureBytes(count: maximumLength)
         var length = 0
@@ -35,24 +40,32 @@ enum SecretInput {
                 b[length] = c
                 length += 1
             }
-            if length == maximumLength { throw CLIError.usage("secret longer than \(maximumLength) bytes", command: nil) }
+            if length == maximumLength {
+                throw CLIError.usage("secret longer than \(maximumLength) bytes", command: nil)
+            }
         }
         return buffer.slice(0..<length)
     }
 
     /// A secret from `--<fileOption>` if given, else from the terminal (twice when `confirm`).
     /// `--extpass` stands in for `--passphrase-file` (the current or, for init, the first credential).
-    static func obtain(_ args: ParsedArguments, fileOption: String, prompt text: String, confirm: Bool) throws -> SecureBytes {
+    static func obtain(
+        _ args: ParsedArguments, fileOption: String, prompt text: String, confirm: Bool
+    ) throws -> SecureBytes {
         let command = fileOption == "passphrase-file" ? args.value("extpass") : nil
         if let path = args.value(fileOption) {
-            guard command == nil else { throw CLIError.usage("give --\(fileOption) or --extpass, not both", command: args.command) }
+            guard command == nil else {
+                throw CLIError.usage("give --\(fileOption) or --extpass, not both", command: args.command)
+            }
             if path == "-", args.command == "put", args.positionals.dropFirst().first == "-" {
-                throw CLIError.usage("standard input cannot carry both the credential and the file to put", command: args.command)
+                throw CLIError.usage(
+                    "standard input cannot carry both the credential and the file to put", command: args.command)
             }
             let fromStandardInput = args.values.filter { $0.key.hasSuffix("-file") && $0.value == "-" }.keys.sorted()
             if path == "-", fromStandardInput.count > 1 {
-                throw CLIError.usage("standard input can carry only one secret: \(fromStandardInput.map { "--" + $0 }.joined(separator: " and ")) both read it",
-                                     command: args.command)
+                throw CLIError.usage(
+                    "standard input can carry only one secret: \(fromStandardInput.map { "--" + $0 }.joined(separator: " and ")) both read it",
+                    command: args.command)
             }
             return try SecretFile.read(path, option: fileOption)
         }
@@ -60,7 +73,9 @@ enum SecretInput {
         let first = try prompt(text, fileOption: fileOption)
         if confirm {
             let second = try prompt("Repeat to confirm: ", fileOption: fileOption)
-            guard first.constantTimeEquals(second) else { throw CLIError.message("the two entries do not match", .usage) }
+            guard first.constantTimeEquals(second) else {
+                throw CLIError.message("the two entries do not match", .usage)
+            }
         }
         return first
     }

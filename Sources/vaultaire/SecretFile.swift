@@ -16,7 +16,8 @@ enum SecretFile {
             do { owned = try FileDescriptor(path: path, flags: O_RDONLY) } catch let e as SystemError {
                 // A local file that is not there is the local-file error, as for any other command.
                 let code: ExitCode = e.errno == ENOENT ? .localFileMissing : .credentialUnavailable
-                throw CLIError.message("cannot open the local file of \(source): \(String(cString: strerror(e.errno)))", code)
+                throw CLIError.message(
+                    "cannot open the local file of \(source): \(String(cString: strerror(e.errno)))", code)
             }
         }
         do { return try SecretStream.readToEnd(owned?.rawValue ?? 0) } catch {

@@ -26,7 +26,10 @@ enum SecretStream {
             while length <= limit {
                 let n = Glibc.read(fd, b.baseAddress! + length, limit + 1 - length)
                 if n < 0 && errno == EINTR { continue }
-                if n < 0 { failure = .system(SystemError(errno: errno, operation: "read")); return }
+                if n < 0 {
+                    failure = .system(SystemError(errno: errno, operation: "read"))
+                    return
+                }
                 if n == 0 { return }
                 length += n
             }
@@ -45,7 +48,7 @@ extension SecretStream.Failure {
         switch self {
         case .tooLong: return "\(source) gave more than \(SecretInput.maximumLength) bytes; a credential is shorter"
         case .empty: return "\(source) gave an empty credential"
-        case let .system(e): return "cannot read \(source): \(String(cString: strerror(e.errno)))"
+        case .system(let e): return "cannot read \(source): \(String(cString: strerror(e.errno)))"
         }
     }
 }

@@ -1,6 +1,6 @@
 import VaultFS
-import VaultSystem
 import VaultFormat
+import VaultSystem
 
 /// The loud line every command prints when the vault it opens has KDF iteration counts below the
 /// floors (600,000 / 800,000): such a vault can only have been made with VAULTAIRE_ALLOW_WEAK_KDF,
@@ -14,11 +14,16 @@ enum WeakKDFWarning {
     /// What is below the floors in `header`, or nil when nothing is.
     static func shortfall(_ header: VaultHeader) -> String? {
         var parts: [String] = []
-        if Int(header.credential.iterations) < KDFPolicy.vaultIterations || Int(header.backup.iterations) < KDFPolicy.vaultIterations {
-            parts.append("vault KDF \(min(header.credential.iterations, header.backup.iterations)) iterations (floor \(KDFPolicy.vaultIterations))")
+        if Int(header.credential.iterations) < KDFPolicy.vaultIterations
+            || Int(header.backup.iterations) < KDFPolicy.vaultIterations
+        {
+            parts.append(
+                "vault KDF \(min(header.credential.iterations, header.backup.iterations)) iterations (floor \(KDFPolicy.vaultIterations))"
+            )
         }
         if Int(header.recovery.iterations) < KDFPolicy.recoveryIterations {
-            parts.append("recovery KDF \(header.recovery.iterations) iterations (floor \(KDFPolicy.recoveryIterations))")
+            parts.append(
+                "recovery KDF \(header.recovery.iterations) iterations (floor \(KDFPolicy.recoveryIterations))")
         }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
@@ -26,7 +31,8 @@ enum WeakKDFWarning {
     /// Notes `header` for the warning.
     static func note(_ header: VaultHeader) {
         guard let what = shortfall(header) else { return }
-        let line = "\(prefix) this vault's \(what) — made with VAULTAIRE_ALLOW_WEAK_KDF, which is for tests only; "
+        let line =
+            "\(prefix) this vault's \(what) — made with VAULTAIRE_ALLOW_WEAK_KDF, which is for tests only; "
             + "a stolen copy is cheap to guess against. Move its files to a vault made without it."
         state.withLock { if $0.pending == nil { $0.pending = line } }
     }

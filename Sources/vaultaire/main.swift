@@ -42,8 +42,10 @@ let overview = """
 func firstArgumentNotUTF8() -> String? {
     for i in 1..<Int(CommandLine.argc) {
         guard let raw = CommandLine.unsafeArgv[i], String(validatingCString: raw) == nil else { continue }
-        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
-        let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }.joined()
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
+        let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16) }
+            .joined()
         return "argument \(i) ('\(shown)') is not valid UTF-8; names inside a vault are UTF-8: rename the local file, "
             + "or give the vault path as UTF-8"
     }
@@ -62,8 +64,14 @@ func main() -> Int32 {
         return ExitCode.usage.rawValue
     }
     argv.removeFirst()
-    if name == "-h" || name == "--help" { print(overview, terminator: ""); return 0 }
-    if name == "--version" || name == "-V" { print(Version.text, terminator: ""); return 0 }
+    if name == "-h" || name == "--help" {
+        print(overview, terminator: "")
+        return 0
+    }
+    if name == "--version" || name == "-V" {
+        print(Version.text, terminator: "")
+        return 0
+    }
     if name == GenerateCommand.name { return GenerateCommand.run(argv) }
     if name == "help" {
         if let topic = argv.first {

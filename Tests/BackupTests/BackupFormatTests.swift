@@ -8,10 +8,15 @@ final class BackupFormatTests: XCTestCase {
     let master = SecureBytes(copying: Array(0..<32))
 
     func sample() -> Manifest {
-        Manifest(vaultID: [UInt8](repeating: 0xaa, count: 16), id: 7, headerHash: [UInt8](repeating: 0xbb, count: 32),
-                 created: 1_700_000_000_000_000_000, generation: 42, files: 2, fileBytes: 1234,
-                 entries: [.init(path: "index/snapshot", size: 100, hash: [UInt8](repeating: 1, count: 32)),
-                           .init(path: "blobs/ab/" + String(repeating: "c", count: 30), size: 4680, hash: [UInt8](repeating: 2, count: 32))])
+        Manifest(
+            vaultID: [UInt8](repeating: 0xaa, count: 16), id: 7, headerHash: [UInt8](repeating: 0xbb, count: 32),
+            created: 1_700_000_000_000_000_000, generation: 42, files: 2, fileBytes: 1234,
+            entries: [
+                .init(path: "index/snapshot", size: 100, hash: [UInt8](repeating: 1, count: 32)),
+                .init(
+                    path: "blobs/ab/" + String(repeating: "c", count: 30), size: 4680,
+                    hash: [UInt8](repeating: 2, count: 32)),
+            ])
     }
 
     func testAManifestOpensToWhatWasSealed() throws {
@@ -32,24 +37,34 @@ final class BackupFormatTests: XCTestCase {
 
     func testAManifestOpensOnlyWithItsMasterKey() throws {
         let sealed = try sample().sealed(master: master)
-        XCTAssertThrowsError(try Manifest(opening: sealed, master: SecureBytes(copying: [UInt8](repeating: 9, count: 32))))
+        XCTAssertThrowsError(
+            try Manifest(opening: sealed, master: SecureBytes(copying: [UInt8](repeating: 9, count: 32))))
     }
 
     func testOnlyVaultFilesAreValidPaths() {
-        let good = ["index/snapshot", "index/journal", "blobs/0f/" + String(repeating: "a", count: 30), "thumbs/ff/" + String(repeating: "0", count: 30)]
-        let bad = ["vault.header", "../x", "/etc/passwd", "blobs/../../etc/x", "blobs/0f/" + String(repeating: "A", count: 30),
-                   "blobs/0f/" + String(repeating: "a", count: 31), "index/../x", "blobs/0f/../" + String(repeating: "a", count: 27)]
+        let good = [
+            "index/snapshot", "index/journal", "blobs/0f/" + String(repeating: "a", count: 30),
+            "thumbs/ff/" + String(repeating: "0", count: 30),
+        ]
+        let bad = [
+            "vault.header", "../x", "/etc/passwd", "blobs/../../etc/x", "blobs/0f/" + String(repeating: "A", count: 30),
+            "blobs/0f/" + String(repeating: "a", count: 31), "index/../x",
+            "blobs/0f/../" + String(repeating: "a", count: 27),
+        ]
         XCTAssertEqual(good.filter(Manifest.isVaultPath), good)
         XCTAssertEqual(bad.filter(Manifest.isVaultPath), [])
     }
 
     func testManifestKeyVector() throws {
         let key = try BackupFormat.manifestKey(master: master)
-        XCTAssertEqual(key.withUnsafeBytes { Array($0) }.hex, "62ddac7b47d33ea4a51066966911bc1cd80e4fabc67fca259492b90cfaee6932")
+        XCTAssertEqual(
+            key.withUnsafeBytes { Array($0) }.hex, "62ddac7b47d33ea4a51066966911bc1cd80e4fabc67fca259492b90cfaee6932")
     }
 
     func testObjectAndSnapshotNames() {
-        XCTAssertEqual(BackupFormat.objectPath([0xab] + [UInt8](repeating: 0xcd, count: 31)), "objects/ab/" + String(repeating: "cd", count: 31))
+        XCTAssertEqual(
+            BackupFormat.objectPath([0xab] + [UInt8](repeating: 0xcd, count: 31)),
+            "objects/ab/" + String(repeating: "cd", count: 31))
         XCTAssertEqual(BackupFormat.snapshotPath(42), "snapshots/0000000042")
     }
 }
@@ -62,9 +77,10 @@ final class BackupHeaderTests: XCTestCase {
 
     func makeHeader() throws -> (VaultHeader, SecureBytes) {
         setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
-        return try VaultHeader.create(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil,
-                                      deviceSalt: SecureBytes(copying: [UInt8](repeating: 0x11, count: 32)), iterations: 1000,
-                                      recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 12)
+        return try VaultHeader.create(
+            credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil,
+            deviceSalt: SecureBytes(copying: [UInt8](repeating: 0x11, count: 32)), iterations: 1000,
+            recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 12)
     }
 
     func testItOpensWithThePassphraseOrThePhraseAloneAndParsesBack() throws {
@@ -72,9 +88,13 @@ final class BackupHeaderTests: XCTestCase {
         let header = try BackupHeader(of: vaultHeader)
         XCTAssertEqual(header.bytes.count, BackupHeader.encodedSize)
         XCTAssertEqual(try BackupHeader(decoding: header.bytes), header)
-        XCTAssertTrue(try header.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8)))).constantTimeEquals(master))
+        XCTAssertTrue(
+            try header.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8)))).constantTimeEquals(
+                master))
         XCTAssertTrue(try header.unlock(recoveryPhrase: phrase).constantTimeEquals(master))
-        XCTAssertThrowsError(try header.unlock(credential: .passphrase(SecureBytes(copying: Array("wrong passphrase".utf8))))) {
+        XCTAssertThrowsError(
+            try header.unlock(credential: .passphrase(SecureBytes(copying: Array("wrong passphrase".utf8))))
+        ) {
             XCTAssertEqual($0 as? FormatError, .wrongCredential)
         }
     }
@@ -83,7 +103,9 @@ final class BackupHeaderTests: XCTestCase {
         let header = try BackupHeader(of: try makeHeader().0)
         var newer = header.bytes
         newer[4] = 2
-        XCTAssertThrowsError(try BackupHeader(decoding: newer)) { XCTAssertEqual($0 as? BackupFormatError, .unsupportedVersion(2)) }
+        XCTAssertThrowsError(try BackupHeader(decoding: newer)) {
+            XCTAssertEqual($0 as? BackupFormatError, .unsupportedVersion(2))
+        }
         XCTAssertThrowsError(try BackupHeader(decoding: Array(header.bytes.dropLast())))
     }
 
@@ -94,7 +116,9 @@ final class BackupHeaderTests: XCTestCase {
         for offset in [8, 20, 28, 131, 140, 150, 192] {
             var b = bytes
             b[offset] ^= 0x01
-            let opened = (try? BackupHeader(decoding: b)).flatMap { try? $0.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8)))) }
+            let opened = (try? BackupHeader(decoding: b)).flatMap {
+                try? $0.unlock(credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))))
+            }
             XCTAssertNil(opened, "offset \(offset)")
         }
     }

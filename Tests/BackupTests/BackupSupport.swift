@@ -17,13 +17,18 @@ final class BackupWorld {
     init() throws {
         root = "/tmp/vaultaire-backup-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        runner = ProcessRunner(environment: ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root,
-                                             "XDG_DATA_HOME": root + "/device-0", "VAULTAIRE_ALLOW_WEAK_KDF": "1",
-                                             "VAULTAIRE_KEYCHAIN": "file", "RCLONE_CONFIG": root + "/rclone.conf", "LC_ALL": "C"],
-                               scratch: root)
+        runner = ProcessRunner(
+            environment: [
+                "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root,
+                "XDG_DATA_HOME": root + "/device-0", "VAULTAIRE_ALLOW_WEAK_KDF": "1",
+                "VAULTAIRE_KEYCHAIN": "file", "RCLONE_CONFIG": root + "/rclone.conf", "LC_ALL": "C",
+            ],
+            scratch: root)
         write("pw", Data("backup test passphrase\n".utf8))
-        try vaultaire(["init", vault, "--passphrase-file", passphraseFile, "--kdf-iterations", "1000",
-                       "--recovery-iterations", "1000", "--recovery-phrase-out", phraseFile])
+        try vaultaire([
+            "init", vault, "--passphrase-file", passphraseFile, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", phraseFile,
+        ])
     }
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
@@ -43,10 +48,13 @@ final class BackupWorld {
 
     /// Runs vaultaire; fails the test (with its stderr) when the status is not `expect`.
     @discardableResult
-    func vaultaire(_ args: [String], device: [String: String] = [:], expect: Int32 = 0,
-                   file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
+    func vaultaire(
+        _ args: [String], device: [String: String] = [:], expect: Int32 = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessRunner.Result {
         let r = try runner.run(binary, args, extraEnvironment: device)
-        XCTAssertEqual(r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line)
+        XCTAssertEqual(
+            r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line)
         return r
     }
 
@@ -66,7 +74,8 @@ final class BackupWorld {
     /// The largest object on the remote: the blob of the biggest file, which every snapshot of the
     /// tests names (a small one may be an index file only an older snapshot needs).
     func largestObject(_ remote: String) throws -> String {
-        let r = try runner.run("/usr/bin/rclone", ["lsf", "-R", "--files-only", "--format", "ps", "--separator", ";", remote])
+        let r = try runner.run(
+            "/usr/bin/rclone", ["lsf", "-R", "--files-only", "--format", "ps", "--separator", ";", remote])
         let sized = r.stdout.split(separator: "\n").compactMap { line -> (String, Int)? in
             let f = line.split(separator: ";")
             guard f.count == 2, f[0].hasPrefix("objects/"), let n = Int(f[1]) else { return nil }
@@ -75,7 +84,9 @@ final class BackupWorld {
         return sized.max { $0.1 < $1.1 }!.0
     }
 
-    func join(_ remote: String, _ relative: String) -> String { remote.hasSuffix(":") ? remote + relative : remote + "/" + relative }
+    func join(_ remote: String, _ relative: String) -> String {
+        remote.hasSuffix(":") ? remote + relative : remote + "/" + relative
+    }
 
     /// Puts `files` (path inside the vault → contents) into the vault, making directories as needed.
     func put(_ files: [String: Data], into vault: String? = nil) throws {
@@ -85,7 +96,9 @@ final class BackupWorld {
             var dir = ""
             for part in path.split(separator: "/").dropLast() {
                 dir += "/" + part
-                if made.insert(dir).inserted { _ = try runner.run(binary, ["mkdir", v, dir, "--passphrase-file", passphraseFile]) }
+                if made.insert(dir).inserted {
+                    _ = try runner.run(binary, ["mkdir", v, dir, "--passphrase-file", passphraseFile])
+                }
             }
             let local = write("put-\(UInt32.random(in: 0...UInt32.max))", data)
             try vaultaire(["put", v, local, path, "--passphrase-file", passphraseFile])
@@ -94,7 +107,9 @@ final class BackupWorld {
     }
 
     /// The whole tree of regular files in a vault (path → contents), read back through `ls` and `get`.
-    func tree(of vault: String, passphraseFile pw: String? = nil, device: [String: String] = [:]) throws -> [String: Data] {
+    func tree(
+        of vault: String, passphraseFile pw: String? = nil, device: [String: String] = [:]
+    ) throws -> [String: Data] {
         var out: [String: Data] = [:]
         var stack = ["/"]
         while let dir = stack.popLast() {
@@ -102,7 +117,10 @@ final class BackupWorld {
             for line in r.stdout.split(separator: "\n") {
                 guard let name = line.split(separator: " ").last else { continue }
                 let path = (dir == "/" ? "" : dir) + "/" + name
-                if line.hasPrefix("d") { stack.append(path); continue }
+                if line.hasPrefix("d") {
+                    stack.append(path)
+                    continue
+                }
                 let local = root + "/get-\(UInt32.random(in: 0...UInt32.max))"
                 try vaultaire(["get", vault, path, local, "--passphrase-file", pw ?? passphraseFile], device: device)
                 out[path] = try Data(contentsOf: URL(fileURLWithPath: local))
@@ -132,7 +150,9 @@ func freePort() throws -> UInt16 {
     address.sin_port = 0
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
     }
     guard bound else { throw NSError(domain: "bind", code: Int(errno)) }
     return UInt16(bigEndian: address.sin_port)
@@ -148,7 +168,9 @@ func waitForListener(_ port: UInt16, seconds: Double) -> Bool {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = port.bigEndian
         let ok = withUnsafePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         close(fd)
         if ok { return true }
@@ -185,16 +207,20 @@ final class TestServer {
 
     /// sshd -D on a free port with a throwaway host key and user key; the remote goes through rclone's sftp backend.
     static func sshd(in world: BackupWorld) throws -> TestServer {
-        guard access("/usr/sbin/sshd", X_OK) == 0 else { throw unavailable("/usr/sbin/sshd is not installed (Debian's openssh-server)") }
+        guard access("/usr/sbin/sshd", X_OK) == 0 else {
+            throw unavailable("/usr/sbin/sshd is not installed (Debian's openssh-server)")
+        }
         let dir = world.root + "/sshd"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         for key in ["host", "user"] {
-            let r = try world.runner.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", dir + "/" + key])
+            let r = try world.runner.run(
+                "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", dir + "/" + key])
             guard r.status == 0 else { throw unavailable("ssh-keygen failed: \(r.stderr)") }
         }
         try FileManager.default.copyItem(atPath: dir + "/user.pub", toPath: dir + "/authorized_keys")
         // sshd refuses to start without its privilege separation directory.
-        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try? FileManager.default.createDirectory(
+            atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         let port = try freePort()
         let user = String(cString: getpwuid(getuid())!.pointee.pw_name)
         let config = """
@@ -215,9 +241,11 @@ final class TestServer {
 
             """
         try config.write(toFile: dir + "/sshd_config", atomically: true, encoding: .utf8)
-        let hostKey = try String(contentsOfFile: dir + "/host.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
+        let hostKey = try String(contentsOfFile: dir + "/host.pub", encoding: .utf8).split(separator: " ").prefix(2)
+            .joined(separator: " ")
         try "[127.0.0.1]:\(port) \(hostKey)\n".write(toFile: dir + "/known_hosts", atomically: true, encoding: .utf8)
-        let pid = try world.runner.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", dir + "/sshd_config"], stderr: dir + "/sshd.log")
+        let pid = try world.runner.spawn(
+            "/usr/sbin/sshd", ["-D", "-e", "-f", dir + "/sshd_config"], stderr: dir + "/sshd.log")
         let server = TestServer(pid: pid, port: port) { path in
             ":sftp,host=127.0.0.1,port=\(port),user=\(user),key_file=\(dir)/user,known_hosts_file=\(dir)/known_hosts:\(path)"
         }
@@ -240,12 +268,16 @@ final class TestServer {
         probe.standardError = FileHandle.nullDevice
         probe.environment = inherited
         try probe.run()
-        let executable = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let executable = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         probe.waitUntilExit()
-        guard probe.terminationStatus == 0, !executable.isEmpty else { throw unavailable("python3 cannot import moto.server (pip install 'moto[server]')") }
+        guard probe.terminationStatus == 0, !executable.isEmpty else {
+            throw unavailable("python3 cannot import moto.server (pip install 'moto[server]')")
+        }
         let port = try freePort()
-        let pid = try world.runner.spawn(executable, ["-m", "moto.server", "-H", "127.0.0.1", "-p", "\(port)"],
-                                         stderr: world.root + "/moto.log", extraEnvironment: ["HOME": inherited["HOME"] ?? "/root"])
+        let pid = try world.runner.spawn(
+            executable, ["-m", "moto.server", "-H", "127.0.0.1", "-p", "\(port)"],
+            stderr: world.root + "/moto.log", extraEnvironment: ["HOME": inherited["HOME"] ?? "/root"])
         let server = TestServer(pid: pid, port: port) { path in
             ":s3,provider=Other,endpoint='http://127.0.0.1:\(port)',access_key_id=test,secret_access_key=test,region=us-east-1:\(path)"
         }

@@ -13,8 +13,10 @@ final class CLIWorld {
         root = "/tmp/vaultaire-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         binary = ProcessRunner.vaultaireBinary
-        environment = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data",
-                       "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file"]
+        environment = [
+            "PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data",
+            "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file",
+        ]
     }
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
@@ -31,7 +33,8 @@ final class CLIWorld {
 
     func file(_ name: String, _ contents: String) -> String {
         let path = root + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
         return path
     }
 
@@ -41,7 +44,8 @@ final class CLIWorld {
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
         p.environment = environment.merging(extra) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
@@ -50,15 +54,20 @@ final class CLIWorld {
     }
 
     @discardableResult
-    func run(_ args: [String], environment extra: [String: String] = [:], expect status: Int32? = 0,
-             file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    func run(
+        _ args: [String], environment extra: [String: String] = [:], expect status: Int32? = 0,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Result {
         let (p, out, err) = try start(args, environment: extra)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        let r = Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let r = Result(
+            status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self))
         if let status {
-            XCTAssertEqual(r.status, status, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line)
+            XCTAssertEqual(
+                r.status, status, "vaultaire \(args.joined(separator: " ")): \(r.stderr)", file: file, line: line)
         }
         outputs.append(r.stdout + r.stderr)
         return r

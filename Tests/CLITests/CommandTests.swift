@@ -6,8 +6,11 @@ final class CommandTests: XCTestCase {
         let pw = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/vault"
         let phraseFile = w.root + "/phrase.txt"
-        try w.run(["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                   "--recovery-phrase-out", phraseFile] + (remember ? ["--remember"] : []))
+        try w.run(
+            [
+                "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+                "--recovery-phrase-out", phraseFile,
+            ] + (remember ? ["--remember"] : []))
         return (vault, pw, phraseFile)
     }
 
@@ -21,10 +24,21 @@ final class CommandTests: XCTestCase {
             (["ls", vault, "--bogus"], [:], 64),
             (["ls", w.root, "--passphrase-file", pw], [:], 6),
             (["ls", vault, "--passphrase-file", wrong], [:], 12),
-            (["ls", vault, "--passphrase-file", pw], ["VAULTAIRE_KEYCHAIN": "", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"], 15),
+            (
+                ["ls", vault, "--passphrase-file", pw],
+                ["VAULTAIRE_KEYCHAIN": "", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"], 15
+            ),
             (["get", vault, "/missing", w.root + "/out", "--passphrase-file", pw], [:], 17),
-            (["init", w.root + "/weak", "--passphrase-file", pw, "--kdf-iterations", "1000"], ["VAULTAIRE_ALLOW_WEAK_KDF": "0"], 64),
-            (["init", w.root + "/short", "--passphrase-file", w.file("short", "abc"), "--kdf-iterations", "1000", "--recovery-iterations", "1000"], [:], 64),
+            (
+                ["init", w.root + "/weak", "--passphrase-file", pw, "--kdf-iterations", "1000"],
+                ["VAULTAIRE_ALLOW_WEAK_KDF": "0"], 64
+            ),
+            (
+                [
+                    "init", w.root + "/short", "--passphrase-file", w.file("short", "abc"), "--kdf-iterations", "1000",
+                    "--recovery-iterations", "1000",
+                ], [:], 64
+            ),
         ]
         for (args, env, code) in cases {
             let r = try w.run(args, environment: env, expect: code)
@@ -57,10 +71,13 @@ final class CommandTests: XCTestCase {
         let grep = Process()
         grep.executableURL = URL(fileURLWithPath: "/bin/grep")
         grep.arguments = ["-r", "-l", "tax-return", vault]
-        try grep.run(); grep.waitUntilExit()
+        try grep.run()
+        grep.waitUntilExit()
         XCTAssertEqual(grep.terminationStatus, 1, "a file name leaked into the vault directory")
         // Damage one blob: verify names the file and fails with the damaged code.
-        let blobs = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
+        let blobs = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter {
+            $0.count == 33
+        }
         XCTAssertEqual(blobs.count, 1)
         let blobPath = vault + "/blobs/" + blobs[0]
         var blob = try Data(contentsOf: URL(fileURLWithPath: blobPath))
@@ -68,7 +85,8 @@ final class CommandTests: XCTestCase {
         try blob.write(to: URL(fileURLWithPath: blobPath))
         let v = try w.run(["verify", vault, "--passphrase-file", pw], expect: 13)
         XCTAssertTrue(v.stdout.contains("DAMAGED /docs/tax-return-2025.pdf"))
-        try w.run(["get", vault, "/docs/tax-return-2025.pdf", w.root + "/bad.bin", "--passphrase-file", pw], expect: 13)
+        try w.run(
+            ["get", vault, "/docs/tax-return-2025.pdf", w.root + "/bad.bin", "--passphrase-file", pw], expect: 13)
     }
 
     func testPasswdRecoverRememberAndNoSecretInAnyOutput() throws {
@@ -87,21 +105,29 @@ final class CommandTests: XCTestCase {
         w.environment["XDG_DATA_HOME"] = w.root + "/elsewhere"
         let r = try w.run(["ls", vault, "--passphrase-file", newPw], expect: 16)
         XCTAssertTrue(r.stderr.contains("vaultaire recover"))
-        try w.run(["recover", vault, "--recovery-phrase-file", phraseFile, "--new-passphrase-file", newer, "--remember"])
+        try w.run([
+            "recover", vault, "--recovery-phrase-file", phraseFile, "--new-passphrase-file", newer, "--remember",
+        ])
         try w.run(["verify", vault, "--passphrase-file", newer])
         try w.run(["info", vault, "--unlock"])
         try w.run(["get", vault, "/note", "-"])
 
         // Gather every secret in every form and look for it in everything printed.
-        let phrase = try String(contentsOfFile: phraseFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let keyB64 = try String(contentsOfFile: w.root + "/elsewhere/vaultaire/keychain/" +
-            (try FileManager.default.contentsOfDirectory(atPath: w.root + "/elsewhere/vaultaire/keychain").first { $0.hasPrefix("master-key-") }!),
+        let phrase = try String(contentsOfFile: phraseFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let keyB64 = try String(
+            contentsOfFile: w.root + "/elsewhere/vaultaire/keychain/"
+                + (try FileManager.default.contentsOfDirectory(atPath: w.root + "/elsewhere/vaultaire/keychain").first {
+                    $0.hasPrefix("master-key-")
+                }!),
             encoding: .utf8)
         let key = Data(base64Encoded: keyB64)!
         XCTAssertEqual(key.count, 32)
         let keyHex = key.map { String(format: "%02x", $0) }.joined()
-        let secrets = ["correct horse battery", "a much better passphrase", "recovered on a new machine", phrase,
-                       String(phrase.split(separator: " ")[0..<3].joined(separator: " ")), keyB64, keyHex, keyHex.uppercased()]
+        let secrets = [
+            "correct horse battery", "a much better passphrase", "recovered on a new machine", phrase,
+            String(phrase.split(separator: " ")[0..<3].joined(separator: " ")), keyB64, keyHex, keyHex.uppercased(),
+        ]
         let everything = w.outputs.joined(separator: "\n")
         XCTAssertGreaterThan(w.outputs.count, 10)
         for s in secrets {
@@ -127,8 +153,10 @@ final class CommandTests: XCTestCase {
         let w = try CLIWorld()
         let pattern = w.file("pattern", "a1-b2-c3-d4-c4\n")
         let vault = w.root + "/pv"
-        try w.run(["init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
-                   "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/pphrase"])
+        try w.run([
+            "init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/pphrase",
+        ])
         try w.run(["put", vault, pattern, "/drawn.txt", "--passphrase-file", pattern])
         try w.run(["ls", vault, "--passphrase-file", w.file("other", "a1-b2-c3-d4\n")], expect: 12)
         try w.run(["ls", vault, "--passphrase-file", w.file("bad", "a1-a1-b2-c3\n")], expect: 64)
@@ -141,7 +169,10 @@ final class CommandTests: XCTestCase {
 
     func testHelpForEveryCommand() throws {
         let w = try CLIWorld()
-        for c in ["init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get", "rm", "mkdir", "kdf-bench"] {
+        for c in [
+            "init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get",
+            "rm", "mkdir", "kdf-bench",
+        ] {
             let a = try w.run([c, "--help"])
             let b = try w.run(["help", c])
             XCTAssertEqual(a.stdout, b.stdout)

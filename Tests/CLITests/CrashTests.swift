@@ -8,11 +8,14 @@ final class CrashTests: XCTestCase {
         let w = try CLIWorld()
         let pw = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/vault"
-        try w.run(["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                   "--recovery-phrase-out", w.root + "/phrase"])
+        try w.run([
+            "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", w.root + "/phrase",
+        ])
         let big = w.root + "/big.bin"
         // Large enough that a kill a few milliseconds in lands mid-write.
-        try FileHandle(forReadingAtPath: "/dev/urandom")!.readData(ofLength: 160 << 20).write(to: URL(fileURLWithPath: big))
+        try FileHandle(forReadingAtPath: "/dev/urandom")!.readData(ofLength: 160 << 20).write(
+            to: URL(fileURLWithPath: big))
         var committed: [String: Data] = [:]
         var killed = 0
         for trial in 0..<12 {
@@ -24,9 +27,14 @@ final class CrashTests: XCTestCase {
             try w.run(["put", vault, smallPath, target, "--passphrase-file", pw])
             committed[target] = small
 
-            let (p, _, _) = try w.start(["put", vault, big, trial % 2 == 0 ? "/big" : "/kept-0", "--passphrase-file", pw])
+            let (p, _, _) = try w.start([
+                "put", vault, big, trial % 2 == 0 ? "/big" : "/kept-0", "--passphrase-file", pw,
+            ])
             usleep(UInt32.random(in: 2_000...150_000))
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); killed += 1 }
+            if p.isRunning {
+                kill(p.processIdentifier, SIGKILL)
+                killed += 1
+            }
             p.waitUntilExit()
             if p.terminationReason == .exit && p.terminationStatus == 0 && trial % 2 != 0 {
                 committed["/kept-0"] = try Data(contentsOf: URL(fileURLWithPath: big))
@@ -38,7 +46,8 @@ final class CrashTests: XCTestCase {
             XCTAssertEqual(v.status, 0, "trial \(trial): verify after kill: \(v.stdout) \(v.stderr)")
             for (path, data) in committed {
                 try w.run(["get", vault, path, w.root + "/out", "--force", "--passphrase-file", pw])
-                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: w.root + "/out")), data, "trial \(trial): \(path)")
+                XCTAssertEqual(
+                    try Data(contentsOf: URL(fileURLWithPath: w.root + "/out")), data, "trial \(trial): \(path)")
             }
         }
         print("crash trials: 12, killed mid-write: \(killed), committed files lost: 0 checked by assertion")

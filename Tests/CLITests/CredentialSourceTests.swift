@@ -15,8 +15,10 @@ final class CredentialSourceTests: XCTestCase {
     override func setUpWithError() throws {
         w = try CLIWorld()
         vault = w.root + "/vault"
-        try w.run(["init", vault, "--passphrase-file", w.file("pw", passphrase + "\n"), "--kdf-iterations", "1000",
-                   "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase"])
+        try w.run([
+            "init", vault, "--passphrase-file", w.file("pw", passphrase + "\n"), "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase",
+        ])
         try w.run(["put", vault, w.file("note", "hello\n"), "/note", "--passphrase-file", w.root + "/pw"])
     }
 
@@ -27,14 +29,18 @@ final class CredentialSourceTests: XCTestCase {
         p.arguments = ["-c", script]
         p.environment = w.environment.merging(["V": w.binary, "VAULT": vault, "ROOT": w.root]) { $1 }
         p.currentDirectoryURL = URL(fileURLWithPath: w.root)
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        let r = CLIWorld.Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let r = CLIWorld.Result(
+            status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self))
         w.outputs.append(r.stdout + r.stderr)
         return r
     }
@@ -51,7 +57,8 @@ final class CredentialSourceTests: XCTestCase {
     }
 
     func testFIFO() throws {
-        try assertListsNote("""
+        try assertListsNote(
+            """
             mkfifo "$ROOT/fifo"
             printf '\(passphrase)\\n' > "$ROOT/fifo" &
             "$V" ls "$VAULT" --passphrase-file "$ROOT/fifo"
@@ -82,7 +89,10 @@ final class CredentialSourceTests: XCTestCase {
     func testStandardInputCarriesOneSecretOnly() throws {
         let r = try bash("printf 'a\\nb\\n' | \"$V\" passwd \"$VAULT\" --passphrase-file - --new-passphrase-file -")
         XCTAssertEqual(r.status, 64, r.stderr)
-        XCTAssertTrue(r.stderr.hasPrefix("Error: standard input can carry only one secret: --new-passphrase-file and --passphrase-file both read it"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.hasPrefix(
+                "Error: standard input can carry only one secret: --new-passphrase-file and --passphrase-file both read it"
+            ), r.stderr)
     }
 
     func testExtpassRunsTheCommandThroughTheShell() throws {
@@ -95,8 +105,10 @@ final class CredentialSourceTests: XCTestCase {
         try w.run(["get", vault, "/note", w.root + "/copy", "--extpass", "cat " + w.root + "/pw"])
         XCTAssertEqual(try String(contentsOfFile: w.root + "/copy", encoding: .utf8), "hello\n")
         try w.run(["verify", vault, "--extpass", "cat " + w.root + "/pw"])
-        try w.run(["init", w.root + "/second", "--extpass", "echo a second vault passphrase", "--kdf-iterations", "1000",
-                   "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase2"])
+        try w.run([
+            "init", w.root + "/second", "--extpass", "echo a second vault passphrase", "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase2",
+        ])
         try w.run(["ls", w.root + "/second", "--passphrase-file", w.file("pw2", "a second vault passphrase\n")])
         let help = try w.run(["help", "mount"])
         XCTAssertTrue(help.stdout.contains("--extpass <command>"), help.stdout)
@@ -113,7 +125,8 @@ final class CredentialSourceTests: XCTestCase {
         for (command, message) in cases {
             let r = try w.run(["ls", vault, "--extpass", command], expect: 9)
             XCTAssertTrue(r.stderr.contains(message), "\(command): \(r.stderr)")
-            XCTAssertEqual(r.stderr.split(separator: "\n").filter { $0.hasPrefix("Error:") }.count, 1, "\(command): \(r.stderr)")
+            XCTAssertEqual(
+                r.stderr.split(separator: "\n").filter { $0.hasPrefix("Error:") }.count, 1, "\(command): \(r.stderr)")
         }
         try w.run(["ls", vault, "--extpass", "echo not the passphrase"], expect: 12)
         let both = try w.run(["ls", vault, "--extpass", "true", "--passphrase-file", w.root + "/pw"], expect: 64)
@@ -123,11 +136,17 @@ final class CredentialSourceTests: XCTestCase {
     func testUnreadablePassphraseFilesExitWithTheCredentialCode() throws {
         // A missing file is the local-file error every command gives (66); other failures to read it are 9.
         let missing = try w.run(["ls", vault, "--passphrase-file", w.root + "/missing"], expect: 66)
-        XCTAssertTrue(missing.stderr.hasPrefix("Error: cannot open the local file of --passphrase-file \(w.root)/missing: No such file or directory"), missing.stderr)
+        XCTAssertTrue(
+            missing.stderr.hasPrefix(
+                "Error: cannot open the local file of --passphrase-file \(w.root)/missing: No such file or directory"),
+            missing.stderr)
         let empty = try w.run(["ls", vault, "--passphrase-file", "/dev/null"], expect: 9)
-        XCTAssertTrue(empty.stderr.hasPrefix("Error: --passphrase-file /dev/null gave an empty credential"), empty.stderr)
+        XCTAssertTrue(
+            empty.stderr.hasPrefix("Error: --passphrase-file /dev/null gave an empty credential"), empty.stderr)
         let directory = try w.run(["ls", vault, "--passphrase-file", w.root], expect: 9)
-        XCTAssertTrue(directory.stderr.hasPrefix("Error: cannot read --passphrase-file \(w.root): Is a directory"), directory.stderr)
+        XCTAssertTrue(
+            directory.stderr.hasPrefix("Error: cannot read --passphrase-file \(w.root): Is a directory"),
+            directory.stderr)
         let big = w.file("big", String(repeating: "x", count: 5000))
         try w.run(["ls", vault, "--passphrase-file", big], expect: 9)
     }

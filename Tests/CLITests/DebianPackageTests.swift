@@ -61,11 +61,13 @@ final class DebianPackageTests: XCTestCase {
         p.arguments = ["-c", script]
         p.environment = ProcessInfo.processInfo.environment.merging(
             ["REPOSITORY": DocumentationTests.repository, "ROOT": w.root, "VAULTAIRE": w.binary]) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 0, String(decoding: o, as: UTF8.self) + String(decoding: e, as: UTF8.self))
         XCTAssertTrue(String(decoding: o, as: UTF8.self).contains("package ok: "))

@@ -12,8 +12,10 @@ final class DeviceSaltRaceTests: XCTestCase {
             w.environment["XDG_DATA_HOME"] = w.root + "/data-\(round)"  // an empty keychain each round
             let count = 8
             let started = try (0..<count).map { i in
-                try w.start(["init", w.root + "/v\(round)-\(i)", "--passphrase-file", pw, "--kdf-iterations", "1000",
-                             "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/p\(round)-\(i)"])
+                try w.start([
+                    "init", w.root + "/v\(round)-\(i)", "--passphrase-file", pw, "--kdf-iterations", "1000",
+                    "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/p\(round)-\(i)",
+                ])
             }
             for (i, (p, _, err)) in started.enumerated() {
                 p.waitUntilExit()

@@ -6,9 +6,12 @@ import XCTest
 /// parse without a warning, and say what `help` says.
 final class DocumentationTests: XCTestCase {
     var w: CLIWorld!
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    let commands = ["init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get",
-                    "rm", "mkdir", "kdf-bench", "version"]
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    let commands = [
+        "init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get",
+        "rm", "mkdir", "kdf-bench", "version",
+    ]
 
     /// XCTest keeps every test case object until the run ends: let go of the world (and its
     /// directory) after each test.
@@ -24,22 +27,28 @@ final class DocumentationTests: XCTestCase {
     }
 
     /// Runs a tool; returns its status and everything it printed on standard error.
-    func tool(_ path: String, _ args: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+    func tool(
+        _ path: String, _ args: [String], environment: [String: String] = [:]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = args
         p.environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "HOME": w.root].merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
     func assertRendersWithoutWarnings(_ page: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let man = try tool("/usr/bin/man", ["--warnings", "-l", page], environment: ["MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat"])
+        let man = try tool(
+            "/usr/bin/man", ["--warnings", "-l", page],
+            environment: ["MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat"])
         XCTAssertEqual(man.status, 0, man.stderr, file: file, line: line)
         XCTAssertEqual(man.stderr, "", "man -l --warnings", file: file, line: line)
         XCTAssertGreaterThan(man.stdout.count, 1000, file: file, line: line)
@@ -61,7 +70,9 @@ final class DocumentationTests: XCTestCase {
 
     /// Every command and every option `help` shows is in the man page, with its help text.
     func testManPageSaysWhatHelpSays() throws {
-        let page = try tool("/usr/bin/man", ["-l", try generate("man")], environment: ["MANWIDTH": "1000", "MANPAGER": "cat"]).stdout
+        let page = try tool(
+            "/usr/bin/man", ["-l", try generate("man")], environment: ["MANWIDTH": "1000", "MANPAGER": "cat"]
+        ).stdout
         let flat = page.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         for command in commands {
             let help = try w.run(["help", command]).stdout
@@ -70,22 +81,30 @@ final class DocumentationTests: XCTestCase {
                 let words = line.split(separator: " ", omittingEmptySubsequences: true)
                 let flag = String(words.first { $0.hasPrefix("--") } ?? "")
                 guard flag != "--help" else { continue }
-                let text = line.split(separator: " ").drop { !$0.hasPrefix("--") }.dropFirst().drop { $0.hasPrefix("<") }.joined(separator: " ")
+                let text = line.split(separator: " ").drop { !$0.hasPrefix("--") }.dropFirst().drop {
+                    $0.hasPrefix("<")
+                }.joined(separator: " ")
                 XCTAssertTrue(flat.contains(flag), "\(command) \(flag)")
                 XCTAssertTrue(flat.contains(text), "\(command) \(flag): \(text)")
             }
         }
-        for code in ["9", "12", "21", "64"] { XCTAssertTrue(flat.contains("EXIT STATUS") && flat.contains(" \(code) "), code) }
+        for code in ["9", "12", "21", "64"] {
+            XCTAssertTrue(flat.contains("EXIT STATUS") && flat.contains(" \(code) "), code)
+        }
     }
 
     /// README's exit-code table lists the codes the man page lists.
     func testReadmeExitCodesMatch() throws {
         let readme = try String(contentsOfFile: DocumentationTests.repository + "/README.md", encoding: .utf8)
-        let rows = readme.split(separator: "\n").filter { $0.range(of: #"^\| [0-9]+ \|"#, options: .regularExpression) != nil }
+        let rows = readme.split(separator: "\n").filter {
+            $0.range(of: #"^\| [0-9]+ \|"#, options: .regularExpression) != nil
+        }
         let readmeCodes = rows.map { $0.split(separator: "|")[0].trimmingCharacters(in: .whitespaces) }
         let page = try String(contentsOfFile: try generate("man"), encoding: .utf8)
         let section = page.components(separatedBy: ".SH EXIT STATUS")[1].components(separatedBy: ".SH ")[0]
-        let manCodes = section.split(separator: "\n").filter { $0.hasPrefix("\\fB") }.map { String($0.dropFirst(3).dropLast(3)) }
+        let manCodes = section.split(separator: "\n").filter { $0.hasPrefix("\\fB") }.map {
+            String($0.dropFirst(3).dropLast(3))
+        }
         XCTAssertEqual(readmeCodes, manCodes)
     }
 
@@ -94,12 +113,17 @@ final class DocumentationTests: XCTestCase {
         XCTAssertEqual(try tool("/bin/bash", ["-n", script]).status, 0)
         try FileManager.default.createDirectory(atPath: w.root + "/vault-dir", withIntermediateDirectories: true)
         func complete(_ words: String) throws -> [String] {
-            let r = try tool("/bin/bash", ["-c", """
-                source "$1"
-                COMP_WORDS=(\(words)); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-                _vaultaire
-                printf '%s\\n' "${COMPREPLY[@]}"
-                """, "bash", script])
+            let r = try tool(
+                "/bin/bash",
+                [
+                    "-c",
+                    """
+                    source "$1"
+                    COMP_WORDS=(\(words)); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+                    _vaultaire
+                    printf '%s\\n' "${COMPREPLY[@]}"
+                    """, "bash", script,
+                ])
             XCTAssertEqual(r.stderr, "", words)
             return r.stdout.split(separator: "\n").map(String.init)
         }
@@ -107,7 +131,9 @@ final class DocumentationTests: XCTestCase {
         XCTAssertEqual(try complete("vaultaire mount --pa"), ["--passphrase-file"])
         XCTAssertEqual(try complete("vaultaire mount --keychain ''"), ["secret-service", "file"])
         XCTAssertEqual(try complete("vaultaire ls '\(w.root)/vault-d'"), [w.root + "/vault-dir"])
-        XCTAssertEqual(try complete("vaultaire mount --passphrase-file x '\(w.root)/vault-dir' '\(w.root)/vault-d'"), [w.root + "/vault-dir"])
+        XCTAssertEqual(
+            try complete("vaultaire mount --passphrase-file x '\(w.root)/vault-dir' '\(w.root)/vault-d'"),
+            [w.root + "/vault-dir"])
         XCTAssertEqual(try complete("vaultaire help verif"), ["verify"])
         XCTAssertTrue(try complete("vaultaire mount -o ''").contains("passphrase-file="))
     }
@@ -124,7 +150,8 @@ final class DocumentationTests: XCTestCase {
         let syntax = try tool("/usr/bin/fish", ["-n", script])
         XCTAssertEqual(syntax.status, 0, syntax.stderr)
         func complete(_ line: String) throws -> [String] {
-            let r = try tool("/usr/bin/fish", ["--no-config", "-c", "source $argv[1]; complete -C \"\(line)\"", script])
+            let r = try tool(
+                "/usr/bin/fish", ["--no-config", "-c", "source $argv[1]; complete -C \"\(line)\"", script])
             XCTAssertEqual(r.stderr, "", line)
             return r.stdout.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }
         }

@@ -8,15 +8,20 @@ final class HeaderFieldTests: XCTestCase {
         let w = try CLIWorld()
         let pattern = w.file("pattern", "a1-b2-c3-d4\n")
         let vault = w.root + "/pv"
-        try w.run(["init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
-                   "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase"])
+        try w.run([
+            "init", vault, "--pattern", "--passphrase-file", pattern, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/phrase",
+        ])
         let headerPath = vault + "/vault.header"
         let original = try Data(contentsOf: URL(fileURLWithPath: headerPath))
         for (offset, value) in [(26, UInt8(0xFF)), (25, 0xFF), (26, 0), (25, 1)] {
             var header = original
             header[offset] = value
             try header.write(to: URL(fileURLWithPath: headerPath))
-            for command in [["ls", vault, "--passphrase-file", pattern], ["info", vault], ["verify", vault, "--passphrase-file", pattern]] {
+            for command in [
+                ["ls", vault, "--passphrase-file", pattern], ["info", vault],
+                ["verify", vault, "--passphrase-file", pattern],
+            ] {
                 let r = try w.run(command, expect: 13)
                 XCTAssertTrue(r.stderr.hasPrefix("Error: vault data malformed"), r.stderr)
                 XCTAssertFalse(r.stderr.contains("Fatal error"), r.stderr)

@@ -14,10 +14,13 @@ final class ProgressTests: XCTestCase {
         w = try CLIWorld()
         pw = w.file("pw", "progress test passphrase\n")
         vault = w.root + "/vault"
-        try w.run(["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                   "--recovery-phrase-out", w.root + "/phrase"])
+        try w.run([
+            "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", w.root + "/phrase",
+        ])
         big = w.root + "/big.bin"
-        try Data((0..<(20 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).write(to: URL(fileURLWithPath: big))
+        try Data((0..<(20 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).write(
+            to: URL(fileURLWithPath: big))
     }
 
     override func tearDown() { w = nil }
@@ -47,7 +50,9 @@ final class ProgressTests: XCTestCase {
         XCTAssertFalse(put.contains("\n\r"), "redrawn in place, not line after line")
         let get = try onTerminal(["get", vault, "/big.bin", w.root + "/back.bin", "--passphrase-file", pw])
         XCTAssertTrue(get.contains("20.0 MiB of 20.0 MiB (100%)"), get)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: w.root + "/back.bin")), try Data(contentsOf: URL(fileURLWithPath: big)))
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: w.root + "/back.bin")),
+            try Data(contentsOf: URL(fileURLWithPath: big)))
         let verify = try onTerminal(["verify", vault, "--passphrase-file", pw])
         XCTAssertTrue(verify.contains("1 of 1 files (100%)"), verify)
         XCTAssertTrue(verify.contains("all intact"), verify)
@@ -72,7 +77,8 @@ final class ProgressTests: XCTestCase {
     }
 
     func testAPipeOfUnknownLengthShowsBytesWithoutATotal() throws {
-        let put = try onTerminal(["put", vault, "-", "/from-stdin", "--passphrase-file", pw], after: "head -c 3145728 /dev/zero | ")
+        let put = try onTerminal(
+            ["put", vault, "-", "/from-stdin", "--passphrase-file", pw], after: "head -c 3145728 /dev/zero | ")
         XCTAssertTrue(put.contains("\r3.0 MiB"), put)
         XCTAssertFalse(put.contains(" of "), put)
     }

@@ -7,8 +7,10 @@ final class UnhappyCommandTests: XCTestCase {
     private func makeVault(_ w: CLIWorld) throws -> (vault: String, pw: String) {
         let pw = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/vault"
-        try w.run(["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                   "--recovery-phrase-out", w.root + "/phrase.txt"])
+        try w.run([
+            "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", w.root + "/phrase.txt",
+        ])
         return (vault, pw)
     }
 
@@ -76,7 +78,8 @@ final class UnhappyCommandTests: XCTestCase {
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
         p.arguments = ["-c", script]
         p.environment = w.environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -97,14 +100,19 @@ final class UnhappyCommandTests: XCTestCase {
     func testGetNeverDestroysALocalFile() throws {
         let w = try CLIWorld()
         let (vault, pw) = try makeVault(w)
-        try w.run(["put", vault, w.file("src", String(repeating: "vault data\n", count: 1000)), "/doc.txt", "--passphrase-file", pw])
+        try w.run([
+            "put", vault, w.file("src", String(repeating: "vault data\n", count: 1000)), "/doc.txt",
+            "--passphrase-file", pw,
+        ])
         let local = w.file("local.txt", "precious local data\n")
         let refused = try w.run(["get", vault, "/doc.txt", local, "--passphrase-file", pw], expect: 18)
         XCTAssertTrue(refused.stderr.contains(local), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("--force"), refused.stderr)
         XCTAssertEqual(try String(contentsOfFile: local, encoding: .utf8), "precious local data\n")
         // Damage the file's only blob.
-        let blobs = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
+        let blobs = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter {
+            $0.count == 33
+        }
         XCTAssertEqual(blobs.count, 1)
         let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: vault + "/blobs/" + blobs[0]))
         try handle.seek(toOffset: 1000)
@@ -117,7 +125,9 @@ final class UnhappyCommandTests: XCTestCase {
         XCTAssertTrue(damaged.stderr.contains("in the vault"), damaged.stderr)
         XCTAssertFalse(damaged.stderr.contains("file 1"), damaged.stderr)
         XCTAssertEqual(try String(contentsOfFile: local, encoding: .utf8), "precious local data\n")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: w.root).filter { $0.hasPrefix(".local.txt") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: w.root).filter {
+            $0.hasPrefix(".local.txt")
+        }
         XCTAssertEqual(leftovers, [])
     }
 
@@ -160,9 +170,12 @@ final class UnhappyCommandTests: XCTestCase {
         let putMissing = try w.run(["put", vault, w.root + "/absent", "/x", "--passphrase-file", pw], expect: 66)
         XCTAssertTrue(putMissing.stderr.contains("local file \(w.root)/absent"), putMissing.stderr)
         let getMissing = try w.run(["get", vault, "/absent", "-", "--passphrase-file", pw], expect: 17)
-        XCTAssertTrue(getMissing.stderr.contains("/absent") && getMissing.stderr.contains("in the vault"), getMissing.stderr)
+        XCTAssertTrue(
+            getMissing.stderr.contains("/absent") && getMissing.stderr.contains("in the vault"), getMissing.stderr)
         let mkdirMissing = try w.run(["mkdir", vault, "/no/such/parent", "--passphrase-file", pw], expect: 17)
-        XCTAssertTrue(mkdirMissing.stderr.contains("/no/such/parent") && mkdirMissing.stderr.contains("in the vault"), mkdirMissing.stderr)
+        XCTAssertTrue(
+            mkdirMissing.stderr.contains("/no/such/parent") && mkdirMissing.stderr.contains("in the vault"),
+            mkdirMissing.stderr)
         let rmMissing = try w.run(["rm", vault, "/gone", "--passphrase-file", pw], expect: 17)
         XCTAssertTrue(rmMissing.stderr.contains("/gone") && rmMissing.stderr.contains("in the vault"), rmMissing.stderr)
         try w.run(["mkdir", vault, "/d", "--passphrase-file", pw])
@@ -184,7 +197,8 @@ final class UnhappyCommandTests: XCTestCase {
         let r = try w.run(["ls", vault, "--passphrase-file", pw], expect: 13)
         XCTAssertTrue(r.stderr.contains("header"), r.stderr)
         XCTAssertTrue(r.stderr.contains("damaged"), r.stderr)
-        let wrong = try w.run(["ls", vault, "--passphrase-file", w.file("wrong", "a different passphrase\n")], expect: 12)
+        let wrong = try w.run(
+            ["ls", vault, "--passphrase-file", w.file("wrong", "a different passphrase\n")], expect: 12)
         XCTAssertTrue(wrong.stderr.contains("wrong credential"), wrong.stderr)
     }
 

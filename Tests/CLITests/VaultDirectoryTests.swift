@@ -10,8 +10,10 @@ final class VaultDirectoryTests: XCTestCase {
     func setUp(_ w: CLIWorld) throws -> (vault: String, pw: String, victim: String) {
         let pw = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/vault"
-        try w.run(["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                   "--recovery-phrase-out", w.root + "/phrase"])
+        try w.run([
+            "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", w.root + "/phrase",
+        ])
         return (vault, pw, w.file("victim", victimText))
     }
 
@@ -22,7 +24,9 @@ final class VaultDirectoryTests: XCTestCase {
     }
 
     func victimIsIntact(_ victim: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(try? String(contentsOfFile: victim, encoding: .utf8), victimText, "the victim changed", file: file, line: line)
+        XCTAssertEqual(
+            try? String(contentsOfFile: victim, encoding: .utf8), victimText, "the victim changed", file: file,
+            line: line)
     }
 
     func testALinkedLockFileIsRefusedAndTheVictimKept() throws {
@@ -52,15 +56,17 @@ final class VaultDirectoryTests: XCTestCase {
         let w = try CLIWorld()
         let (vault, pw, _) = try setUp(w)
         XCTAssertEqual(mkfifo(vault + "/mount.lock", 0o600), 0)
-        assertRefused(try w.run(["mkdir", vault, "/d", "--passphrase-file", pw], expect: nil), naming: vault + "/mount.lock")
+        assertRefused(
+            try w.run(["mkdir", vault, "/d", "--passphrase-file", pw], expect: nil), naming: vault + "/mount.lock")
     }
 
     func testALinkedHeaderTemporaryIsRefusedByPasswd() throws {
         let w = try CLIWorld()
         let (vault, pw, victim) = try setUp(w)
         XCTAssertEqual(symlink(victim, vault + "/vault.header.tmp"), 0)
-        let r = try w.run(["passwd", vault, "--passphrase-file", pw, "--new-passphrase-file", w.file("new", "a new passphrase\n")],
-                          expect: nil)
+        let r = try w.run(
+            ["passwd", vault, "--passphrase-file", pw, "--new-passphrase-file", w.file("new", "a new passphrase\n")],
+            expect: nil)
         assertRefused(r, naming: vault + "/vault.header.tmp")
         victimIsIntact(victim)
         let header = try FileManager.default.attributesOfItem(atPath: vault + "/vault.header")
@@ -78,7 +84,10 @@ final class VaultDirectoryTests: XCTestCase {
             let path = vault + "/" + name
             try fm.moveItem(atPath: path, toPath: w.root + "/moved")
             XCTAssertEqual(symlink(w.root + "/moved", path), 0)
-            let command = name == "vault.header" ? ["info", vault] : ["put", vault, w.file("note", "note\n"), "/note-\(name.count)", "--passphrase-file", pw]
+            let command =
+                name == "vault.header"
+                ? ["info", vault]
+                : ["put", vault, w.file("note", "note\n"), "/note-\(name.count)", "--passphrase-file", pw]
             assertRefused(try w.run(command, expect: nil), naming: path)
             try fm.removeItem(atPath: path)
             try fm.moveItem(atPath: w.root + "/moved", toPath: path)
@@ -93,8 +102,12 @@ final class VaultDirectoryTests: XCTestCase {
         try FileManager.default.removeItem(atPath: salt)
         XCTAssertEqual(symlink(victim, salt), 0)
         assertRefused(try w.run(["ls", vault, "--passphrase-file", pw], expect: nil), naming: salt)
-        assertRefused(try w.run(["init", w.root + "/v2", "--passphrase-file", pw, "--kdf-iterations", "1000",
-                                 "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/p2"], expect: nil), naming: salt)
+        assertRefused(
+            try w.run(
+                [
+                    "init", w.root + "/v2", "--passphrase-file", pw, "--kdf-iterations", "1000",
+                    "--recovery-iterations", "1000", "--recovery-phrase-out", w.root + "/p2",
+                ], expect: nil), naming: salt)
         victimIsIntact(victim)
         XCTAssertFalse(w.outputs.joined().contains("IMPORTANT"))
     }

@@ -10,8 +10,10 @@ final class WeakKDFTests: XCTestCase {
         let pw = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/weak"
         let commands: [[String]] = [
-            ["init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-             "--recovery-phrase-out", w.root + "/phrase"],
+            [
+                "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+                "--recovery-phrase-out", w.root + "/phrase",
+            ],
             ["mkdir", vault, "/d", "--passphrase-file", pw],
             ["put", vault, pw, "/d/f", "--passphrase-file", pw],
             ["ls", vault, "--passphrase-file", pw],
@@ -26,15 +28,19 @@ final class WeakKDFTests: XCTestCase {
         for command in commands {
             let r = try w.run(command)
             XCTAssertEqual(r.weakKDFWarnings, 1, "\(command[0]): \(r.stderr)")
-            XCTAssertTrue(r.stderr.split(separator: "\n").last?.hasPrefix("Warning: weak key derivation: this vault's vault KDF 1000 iterations") == true,
-                          "\(command[0]): \(r.stderr)")
+            XCTAssertTrue(
+                r.stderr.split(separator: "\n").last?.hasPrefix(
+                    "Warning: weak key derivation: this vault's vault KDF 1000 iterations") == true,
+                "\(command[0]): \(r.stderr)")
         }
         // Failures keep their error first; the warning follows.
         let wrong = try w.run(["ls", vault, "--passphrase-file", w.file("wrong", "not the passphrase")], expect: 12)
         XCTAssertTrue(wrong.stderr.hasPrefix("Error: wrong credential\n"), wrong.stderr)
         XCTAssertEqual(wrong.weakKDFWarnings, 1)
         XCTAssertTrue(try w.run(["info", vault]).stdout.contains("KDF strength:        WEAK — BELOW THE FLOORS"))
-        XCTAssertTrue(try w.run(["verify", vault, "--passphrase-file", pw]).stdout.contains("WEAK vault.header: key derivation below the floors"))
+        XCTAssertTrue(
+            try w.run(["verify", vault, "--passphrase-file", pw]).stdout.contains(
+                "WEAK vault.header: key derivation below the floors"))
     }
 
     func testAVaultAtTheFloorsIsNotFlagged() throws {

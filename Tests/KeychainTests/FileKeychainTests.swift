@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultKeychain
 @testable import VaultSystem

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultKeychain
 @testable import VaultSystem
@@ -11,9 +12,18 @@ final class CountingBackend: KeychainBackend {
     var calls = 0
     var name: String { inner.name }
     init(_ inner: KeychainBackend) { self.inner = inner }
-    func store(_ item: KeychainItem, value: SecureBytes) throws { calls += 1; try inner.store(item, value: value) }
-    func get(_ item: KeychainItem) throws -> SecureBytes { calls += 1; return try inner.get(item) }
-    func delete(_ item: KeychainItem) throws { calls += 1; try inner.delete(item) }
+    func store(_ item: KeychainItem, value: SecureBytes) throws {
+        calls += 1
+        try inner.store(item, value: value)
+    }
+    func get(_ item: KeychainItem) throws -> SecureBytes {
+        calls += 1
+        return try inner.get(item)
+    }
+    func delete(_ item: KeychainItem) throws {
+        calls += 1
+        try inner.delete(item)
+    }
     func createIfAbsent(_ item: KeychainItem, value: SecureBytes) throws -> SecureBytes {
         calls += 1
         return try inner.createIfAbsent(item, value: value)
@@ -28,7 +38,8 @@ final class SecretServiceTests: XCTestCase {
 
     override func setUpWithError() throws {
         guard let file = ProcessInfo.processInfo.environment["VAULTAIRE_TEST_KEYRING_PASSWORD_FILE"],
-              ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil
+        else {
             if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" {
                 XCTFail("no test keyring: run the tests through scripts/test.sh")
             }
@@ -40,17 +51,23 @@ final class SecretServiceTests: XCTestCase {
     }
 
     func lockKeyring() throws {
-        let r = try runner.run("/usr/bin/gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
-                                                   "--object-path", "/org/freedesktop/secrets",
-                                                   "--method", "org.freedesktop.Secret.Service.Lock",
-                                                   "['/org/freedesktop/secrets/collection/login']"])
+        let r = try runner.run(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets",
+                "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock",
+                "['/org/freedesktop/secrets/collection/login']",
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
     }
 
     /// Unlocks by restarting the daemon with the password on standard input, as a login would.
     func unlockKeyring() throws {
         let password = try String(contentsOfFile: passwordFile, encoding: .utf8)
-        let r = try runner.run("/usr/bin/gnome-keyring-daemon", ["--replace", "--unlock", "--components=secrets", "--daemonize"], input: password)
+        let r = try runner.run(
+            "/usr/bin/gnome-keyring-daemon", ["--replace", "--unlock", "--components=secrets", "--daemonize"],
+            input: password)
         XCTAssertEqual(r.status, 0, r.stderr)
         usleep(300_000)
     }
@@ -58,7 +75,8 @@ final class SecretServiceTests: XCTestCase {
     func testEveryTransitionOfTheMasterKeyLifecycle() throws {
         let keychain = Keychain(backend: SecretServiceKeychain(mayPrompt: false))
         let vault = try SecureRandom.bytes(16)
-        let first = try SecureBytes(randomCount: 32), second = try SecureBytes(randomCount: 32)
+        let first = try SecureBytes(randomCount: 32)
+        let second = try SecureBytes(randomCount: 32)
         // ABSENT → ABSENT: deleting an absent key is no error; reading it is notFound.
         try keychain.deleteMasterKey(for: vault)
         XCTAssertFalse(try keychain.hasMasterKey(for: vault))
@@ -110,8 +128,12 @@ final class SecretServiceTests: XCTestCase {
         let cli = ProcessRunner(environment: env, scratch: root)
         _ = FileManager.default.createFile(atPath: root + "/pw", contents: Data("secret service passphrase\n".utf8))
         let bin = ProcessRunner.vaultaireBinary
-        var r = try cli.run(bin, ["init", root + "/vault", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
-                                   "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase", "--remember"])
+        var r = try cli.run(
+            bin,
+            [
+                "init", root + "/vault", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
+                "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase", "--remember",
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         r = try cli.run(bin, ["ls", root + "/vault"])
         XCTAssertEqual(r.status, 0, "remembered key unlocks: \(r.stderr)")
@@ -119,7 +141,8 @@ final class SecretServiceTests: XCTestCase {
         r = try cli.run(bin, ["ls", root + "/vault", "--passphrase-file", root + "/pw"])
         XCTAssertEqual(r.status, 15)
         XCTAssertTrue(r.stderr.contains("locked"), r.stderr)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/data/vaultaire"), "no fallback to the file keychain")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: root + "/data/vaultaire"), "no fallback to the file keychain")
         try unlockKeyring()
         r = try cli.run(bin, ["forget", root + "/vault"])
         XCTAssertEqual(r.status, 0)
@@ -130,11 +153,19 @@ final class SecretServiceTests: XCTestCase {
         let keychain = Keychain(backend: SecretServiceKeychain(mayPrompt: false))
         let header = try Data(contentsOf: URL(fileURLWithPath: root + "/vault/vault.header"))
         let vaultID = Array(header[6..<22])
-        r = try cli.run(bin, ["passwd", root + "/vault", "--passphrase-file", root + "/pw", "--new-passphrase-file", root + "/pw", "--remember"])
+        r = try cli.run(
+            bin,
+            [
+                "passwd", root + "/vault", "--passphrase-file", root + "/pw", "--new-passphrase-file", root + "/pw",
+                "--remember",
+            ])
         XCTAssertEqual(r.status, 0, r.stderr)
         let key = try keychain.getMasterKey(for: vaultID)
         let bytes = key.withUnsafeBytes { Array($0) }
-        let forms = [bytes.map { String(format: "%02x", $0) }.joined(), Data(bytes).base64EncodedString(), "secret service passphrase"]
+        let forms = [
+            bytes.map { String(format: "%02x", $0) }.joined(), Data(bytes).base64EncodedString(),
+            "secret service passphrase",
+        ]
         let everything = cli.outputs.joined(separator: "\n")
         for form in forms { XCTAssertFalse(everything.contains(form), "a secret reached the output") }
         try keychain.deleteMasterKey(for: vaultID)
@@ -156,12 +187,18 @@ final class SecretServiceTests: XCTestCase {
         for round in 0..<2 {
             try keychain.delete(.deviceSalt)  // an empty keychain (the vaults of earlier tests are gone)
             let pids = try (0..<6).map { i in
-                try cli.spawn(bin, ["init", root + "/v\(round)-\(i)", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
-                                    "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/p\(round)-\(i)"],
-                              stderr: root + "/err\(round)-\(i)")
+                try cli.spawn(
+                    bin,
+                    [
+                        "init", root + "/v\(round)-\(i)", "--passphrase-file", root + "/pw", "--kdf-iterations", "1000",
+                        "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/p\(round)-\(i)",
+                    ],
+                    stderr: root + "/err\(round)-\(i)")
             }
             for (i, pid) in pids.enumerated() {
-                XCTAssertEqual(ProcessRunner.wait(pid), 0, (try? String(contentsOfFile: root + "/err\(round)-\(i)", encoding: .utf8)) ?? "")
+                XCTAssertEqual(
+                    ProcessRunner.wait(pid), 0,
+                    (try? String(contentsOfFile: root + "/err\(round)-\(i)", encoding: .utf8)) ?? "")
             }
             for i in 0..<pids.count {
                 let r = try cli.run(bin, ["ls", root + "/v\(round)-\(i)", "--passphrase-file", root + "/pw"])

@@ -8,7 +8,8 @@ final class ConcurrencyTests: MountTestCase {
     func testParallelWritersAndReadersSeeNoCorruption() throws {
         try mv.mount()
         let root = mv.mountpoint
-        let record = 4096, records = 64
+        let record = 4096
+        let records = 64
         let group = DispatchGroup()
         let problems = Shared<[String]>([])
         let problem: @Sendable (String) -> Void = { s in problems.withLock { $0.append(s) } }
@@ -26,7 +27,9 @@ final class ConcurrencyTests: MountTestCase {
                     for r in (0..<records).shuffled() {
                         let byte = UInt8(w * 16 + generation)
                         let buf = [UInt8](repeating: byte, count: record)
-                        if buf.withUnsafeBytes({ pwrite(fd, $0.baseAddress, record, off_t(r * record)) }) != record { problem("write") }
+                        if buf.withUnsafeBytes({ pwrite(fd, $0.baseAddress, record, off_t(r * record)) }) != record {
+                            problem("write")
+                        }
                     }
                     if generation % 3 == 0 { fsync(fd) }
                 }
@@ -40,7 +43,10 @@ final class ConcurrencyTests: MountTestCase {
                 var buf = [UInt8](repeating: 0, count: record)
                 for _ in 0..<200 {
                     let fd = open(root + "/w0", O_RDONLY)
-                    if fd < 0 { usleep(1000); continue }
+                    if fd < 0 {
+                        usleep(1000)
+                        continue
+                    }
                     let r = Int.random(in: 0..<records)
                     let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, record, off_t(r * record)) }
                     close(fd)
@@ -79,7 +85,10 @@ final class ConcurrencyTests: MountTestCase {
             Thread { [mountpoint = mv.mountpoint] in
                 defer { group.leave() }
                 let fd = open(mountpoint + "/r\(i)", O_RDONLY)
-                guard fd >= 0 else { problems.withLock { $0.append("open r\(i): \(errno)") }; return }
+                guard fd >= 0 else {
+                    problems.withLock { $0.append("open r\(i): \(errno)") }
+                    return
+                }
                 defer { close(fd) }
                 var buffer = [UInt8](repeating: 0, count: size)
                 for _ in 0..<60 {

@@ -11,7 +11,10 @@ final class DifferentialTests: MountTestCase {
     }
 
     /// Both trees get the same call; the results (success or errno) must agree too.
-    func both(_ a: Tree, _ b: Tree, _ what: String, _ body: (Tree) -> Int32, file: StaticString = #filePath, line: UInt = #line) {
+    func both(
+        _ a: Tree, _ b: Tree, _ what: String, _ body: (Tree) -> Int32, file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         let ra = body(a)
         let ea = ra < 0 ? errno : 0
         let rb = body(b)
@@ -30,7 +33,8 @@ final class DifferentialTests: MountTestCase {
             var desc = "mode=\(String(st.st_mode, radix: 8)) nlink=\(st.st_nlink)"
             if st.st_mode & S_IFMT == S_IFREG {
                 let data = fm.contents(atPath: t.path(rel)) ?? Data()
-                desc += " size=\(st.st_size) sum=\(data.reduce(into: UInt64(1469598103934665603)) { $0 = ($0 ^ UInt64($1)) &* 1099511628211 })"
+                desc +=
+                    " size=\(st.st_size) sum=\(data.reduce(into: UInt64(1_469_598_103_934_665_603)) { $0 = ($0 ^ UInt64($1)) &* 1_099_511_628_211 })"
             } else if st.st_mode & S_IFMT == S_IFDIR {
                 desc += " entries=\((try? fm.contentsOfDirectory(atPath: t.path(rel)).count) ?? -1)"
             }
@@ -48,7 +52,8 @@ final class DifferentialTests: MountTestCase {
         try throughIoUring {
             try randomOperationsMatchAPlainDirectory {
                 let activity = try self.mv.ringActivity()
-                XCTAssertGreaterThan(activity.submissions, 2 * activity.workers + 3000, "thousands of requests served through the rings")
+                XCTAssertGreaterThan(
+                    activity.submissions, 2 * activity.workers + 3000, "thousands of requests served through the rings")
             }
         }
     }
@@ -57,7 +62,8 @@ final class DifferentialTests: MountTestCase {
         try mv.mount()
         let plainRoot = mv.root + "/plain"
         try FileManager.default.createDirectory(atPath: plainRoot, withIntermediateDirectories: true)
-        let a = Tree(root: mv.mountpoint), b = Tree(root: plainRoot)
+        let a = Tree(root: mv.mountpoint)
+        let b = Tree(root: plainRoot)
         let names = ["a", "b", "c", "d/a", "d/b", "d/e/a", "e"]
         let dirs = ["d", "d/e", "f"]
         var rng = SystemRandomNumberGenerator()
@@ -72,12 +78,16 @@ final class DifferentialTests: MountTestCase {
                 switch Int.random(in: 0..<12, using: &rng) {
                 case 0, 1, 2:
                     let offset = off_t(Int.random(in: 0..<200_000, using: &rng))
-                    let data = (0..<Int.random(in: 1..<40_000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    let data = (0..<Int.random(in: 1..<40_000, using: &rng)).map { _ in
+                        UInt8.random(in: 0...255, using: &rng)
+                    }
                     both(a, b, "write \(n)@\(offset)") { t in
                         let fd = open(t.path(n), O_WRONLY | O_CREAT, 0o644)
                         if fd < 0 { return -1 }
                         defer { close(fd) }
-                        return data.withUnsafeBytes { Int32(truncatingIfNeeded: pwrite(fd, $0.baseAddress, $0.count, offset)) }
+                        return data.withUnsafeBytes {
+                            Int32(truncatingIfNeeded: pwrite(fd, $0.baseAddress, $0.count, offset))
+                        }
                     }
                 case 3:
                     let size = off_t(Int.random(in: 0..<150_000, using: &rng))
@@ -85,10 +95,18 @@ final class DifferentialTests: MountTestCase {
                 case 4: both(a, b, "rename \(n) \(m)") { rename($0.path(n), $0.path(m)) }
                 case 5: both(a, b, "link \(n) \(m)") { link($0.path(n), $0.path(m)) }
                 case 6: both(a, b, "unlink \(n)") { unlink($0.path(n)) }
-                case 7: let d = dirs.randomElement(using: &rng)!; both(a, b, "mkdir \(d)") { mkdir($0.path(d), 0o755) }
-                case 8: let d = dirs.randomElement(using: &rng)!; both(a, b, "rmdir \(d)") { rmdir($0.path(d)) }
-                case 9: let d = dirs.randomElement(using: &rng)!; both(a, b, "rename dir \(d) \(m)") { rename($0.path(d), $0.path(m)) }
-                case 10: let mode = mode_t([0o600, 0o644, 0o755, 0o640].randomElement(using: &rng)!); both(a, b, "chmod \(n)") { chmod($0.path(n), mode) }
+                case 7:
+                    let d = dirs.randomElement(using: &rng)!
+                    both(a, b, "mkdir \(d)") { mkdir($0.path(d), 0o755) }
+                case 8:
+                    let d = dirs.randomElement(using: &rng)!
+                    both(a, b, "rmdir \(d)") { rmdir($0.path(d)) }
+                case 9:
+                    let d = dirs.randomElement(using: &rng)!
+                    both(a, b, "rename dir \(d) \(m)") { rename($0.path(d), $0.path(m)) }
+                case 10:
+                    let mode = mode_t([0o600, 0o644, 0o755, 0o640].randomElement(using: &rng)!)
+                    both(a, b, "chmod \(n)") { chmod($0.path(n), mode) }
                 default:
                     both(a, b, "append \(n)") { t in
                         let fd = open(t.path(n), O_WRONLY | O_APPEND)
@@ -100,7 +118,10 @@ final class DifferentialTests: MountTestCase {
             }
             let (sa, sb) = (try snapshot(a), try snapshot(b))
             let differing = Set(sa.keys).union(sb.keys).filter { sa[$0] != sb[$0] }.sorted()
-            XCTAssertEqual(differing, [], "after batch \(batch): " + differing.map { "\($0): mount \(sa[$0] ?? "-") plain \(sb[$0] ?? "-")" }.joined(separator: "; "))
+            XCTAssertEqual(
+                differing, [],
+                "after batch \(batch): "
+                    + differing.map { "\($0): mount \(sa[$0] ?? "-") plain \(sb[$0] ?? "-")" }.joined(separator: "; "))
         }
         let before = try snapshot(b)
         try check()

@@ -8,12 +8,19 @@ final class FaultTests: MountTestCase {
     func testFullBackingStore() throws {
         let small = try mv.smallDisk(megabytes: 24, test: self)
         let vault = small + "/vault"
-        try mv.vaultaire(["init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
-                          "--recovery-iterations", "1000", "--recovery-phrase-out", mv.root + "/phrase2"])
+        try mv.vaultaire([
+            "init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", mv.root + "/phrase2",
+        ])
         try mv.execute("/bin/dd", ["if=/dev/zero", "of=\(small)/ballast", "bs=1M", "count=4"])
         try mv.vaultaire(["mount", vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile])
         try mv.shell("echo 'kept safe' > kept.txt && sync kept.txt")
-        let fill = try mv.execute("/bin/bash", ["-c", "cd '\(mv.mountpoint)'; for i in $(seq 1 40); do dd if=/dev/urandom of=fill-$i bs=1M count=1 conv=fsync status=none || exit 7; done"])
+        let fill = try mv.execute(
+            "/bin/bash",
+            [
+                "-c",
+                "cd '\(mv.mountpoint)'; for i in $(seq 1 40); do dd if=/dev/urandom of=fill-$i bs=1M count=1 conv=fsync status=none || exit 7; done",
+            ])
         XCTAssertEqual(fill.status, 7, "writing must stop with an error")
         XCTAssertTrue(fill.stderr.contains("No space left on device"), fill.stderr)
         try mv.shell("[ \"$(cat kept.txt)\" = 'kept safe' ]")
@@ -38,20 +45,31 @@ final class FaultTests: MountTestCase {
             group.enter()
             Thread {
                 defer { group.leave() }
-                var ops = 0, errs = 0
+                var ops = 0
+                var errs = 0
                 var mine: [String: [UInt8]] = [:]
                 var rng = SystemRandomNumberGenerator()
                 while Date() < deadline {
                     let name = "\(root)/w\(worker)-\(Int.random(in: 0..<6, using: &rng))"
                     if Bool.random(using: &rng) || mine[name] == nil {
-                        let data = (0..<Int.random(in: 1..<300_000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-                        if FileManager.default.createFile(atPath: name, contents: Data(data)) { mine[name] = data } else { errs += 1 }
+                        let data = (0..<Int.random(in: 1..<300_000, using: &rng)).map { _ in
+                            UInt8.random(in: 0...255, using: &rng)
+                        }
+                        if FileManager.default.createFile(atPath: name, contents: Data(data)) {
+                            mine[name] = data
+                        } else {
+                            errs += 1
+                        }
                     } else if let want = mine[name] {
                         if FileManager.default.contents(atPath: name).map(Array.init) != want { errs += 1 }
                     }
                     ops += 1
                 }
-                totals.withLock { $0.operations += ops; $0.errors += errs; $0.expected.merge(mine) { $1 } }
+                totals.withLock {
+                    $0.operations += ops
+                    $0.errors += errs
+                    $0.expected.merge(mine) { $1 }
+                }
             }.start()
         }
         XCTAssertEqual(group.wait(timeout: .now() + 120), .success)
@@ -63,7 +81,9 @@ final class FaultTests: MountTestCase {
         try mv.verify()
         try mv.mount()
         var corrupt = 0
-        for (path, data) in expected where FileManager.default.contents(atPath: path).map(Array.init) != data { corrupt += 1 }
+        for (path, data) in expected where FileManager.default.contents(atPath: path).map(Array.init) != data {
+            corrupt += 1
+        }
         print("load: \(expected.count) files checked after remount, \(corrupt) corrupt")
         XCTAssertEqual(corrupt, 0)
         try mv.unmount()

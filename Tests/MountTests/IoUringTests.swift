@@ -17,7 +17,8 @@ final class IoUringTests: MountTestCase {
         if let previous { KernelRings.restore(previous) }
     }
 
-    var workload: String { """
+    var workload: String {
+        """
         head -c 5000000 /dev/urandom > '\(mv.root)/big'
         cp '\(mv.root)/big' big
         cmp big '\(mv.root)/big'
@@ -35,7 +36,8 @@ final class IoUringTests: MountTestCase {
         rm -rf copy t.tar
         python3 -c "import os; os.setxattr('big', 'user.tag', b'ring'); assert os.getxattr('big', 'user.tag') == b'ring'"
         sha256sum big > big.sum
-        """ }
+        """
+    }
 
     func testMountServesThroughTheRingsAndASignalStillLocks() throws {
         try mv.mount()
@@ -49,7 +51,9 @@ final class IoUringTests: MountTestCase {
         // then is the vault persisted and locked.
         let daemon = try mv.mountProcess()
         kill(daemon, SIGTERM)
-        XCTAssertTrue(waitUntil(seconds: 10) { !self.mv.isMounted && kill(daemon, 0) != 0 }, "SIGTERM unmounts and the process ends")
+        XCTAssertTrue(
+            waitUntil(seconds: 10) { !self.mv.isMounted && kill(daemon, 0) != 0 },
+            "SIGTERM unmounts and the process ends")
         try mv.verify()
 
         // The same vault through /dev/fuse only: everything the rings wrote is there.
@@ -57,7 +61,8 @@ final class IoUringTests: MountTestCase {
         let device = try mv.ringActivity()
         XCTAssertEqual(device.workers, 0, "no io_uring workers with --no-io-uring")
         XCTAssertEqual(device.submissions, 0, "no rings with --no-io-uring")
-        try mv.shell("""
+        try mv.shell(
+            """
             sha256sum -c big.sum > /dev/null
             [ "$(cat tree/a/200)" = 'file 200' ]
             [ ! -e copy ]
@@ -91,13 +96,18 @@ final class IoUringTests: MountTestCase {
         Thread {
             while !busy.withLock({ $0.done }) {
                 let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
-                let runnable = text.split(separator: " ").dropFirst(3).first?.split(separator: "/").first.flatMap { Int($0) } ?? 99
-                busy.withLock { $0.samples += 1; if runnable <= 2 { $0.quiet += 1 } }
+                let runnable =
+                    text.split(separator: " ").dropFirst(3).first?.split(separator: "/").first.flatMap { Int($0) } ?? 99
+                busy.withLock {
+                    $0.samples += 1
+                    if runnable <= 2 { $0.quiet += 1 }
+                }
                 usleep(5_000)
             }
         }.start()
         defer { busy.withLock { $0.done = true } }
-        try mv.shell("""
+        try mv.shell(
+            """
             python3 - <<'EOF'
             import os, random
             fd, ref = os.open('data', os.O_RDONLY), os.open('\(mv.root)/reference', os.O_RDONLY)
@@ -112,7 +122,10 @@ final class IoUringTests: MountTestCase {
         XCTAssertEqual(after.policies.count, 4 * sysconf(Int32(_SC_NPROCESSORS_CONF)))
         XCTAssertEqual(Set(after.policies), [0], "every worker back at SCHED_OTHER")
         // Without steering the workers sleep between requests and are almost never switched out.
-        let (samples, quiet, _) = busy.withLock { $0.done = true; return $0 }
+        let (samples, quiet, _) = busy.withLock {
+            $0.done = true
+            return $0
+        }
         if quiet * 10 >= samples * 8 {
             XCTAssertGreaterThan(after.preemptions - before.preemptions, reads / 10, "readers took the workers' CPUs")
         } else {
@@ -125,7 +138,9 @@ final class IoUringTests: MountTestCase {
     func testSIGKILLWhileServingLeavesAnUnmountableMountAndAVault() throws {
         try mv.mount()
         try mv.shell("echo kept > kept && sync kept")
-        let writer = try mv.spawn("/bin/bash", ["-c", "cd '\(mv.mountpoint)' && for i in $(seq 2000); do head -c 20000 /dev/urandom > f$i; done"])
+        let writer = try mv.spawn(
+            "/bin/bash",
+            ["-c", "cd '\(mv.mountpoint)' && for i in $(seq 2000); do head -c 20000 /dev/urandom > f$i; done"])
         usleep(300_000)
         let daemon = try mv.mountProcess()
         XCTAssertEqual(try mv.ringActivity().workers, 4 * sysconf(Int32(_SC_NPROCESSORS_CONF)))

@@ -5,16 +5,19 @@ import XCTest
 final class LifecycleTests: MountTestCase {
     func testRefusalsLeaveNothingMounted() throws {
         FileManager.default.createFile(atPath: mv.root + "/wrong", contents: Data("not the passphrase".utf8))
-        let wrong = try mv.vaultaire(["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.root + "/wrong"], expect: 12)
+        let wrong = try mv.vaultaire(
+            ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.root + "/wrong"], expect: 12)
         XCTAssertTrue(wrong.stderr.hasPrefix("Error: wrong credential"))
         XCTAssertFalse(mv.isMounted)
         FileManager.default.createFile(atPath: mv.mountpoint + "/stray", contents: Data())
-        let busy = try mv.vaultaire(["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 21)
+        let busy = try mv.vaultaire(
+            ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 21)
         XCTAssertTrue(busy.stderr.contains("not empty"))
         try FileManager.default.removeItem(atPath: mv.mountpoint + "/stray")
         try mv.mount()
         try FileManager.default.createDirectory(atPath: mv.root + "/mnt2", withIntermediateDirectories: true)
-        let twice = try mv.vaultaire(["mount", mv.vault, mv.root + "/mnt2", "--passphrase-file", mv.passphraseFile], expect: 19)
+        let twice = try mv.vaultaire(
+            ["mount", mv.vault, mv.root + "/mnt2", "--passphrase-file", mv.passphraseFile], expect: 19)
         XCTAssertTrue(twice.stderr.contains("already open"))
         let status = try mv.vaultaire(["status"])
         XCTAssertTrue(status.stdout.contains(mv.vault))
@@ -26,7 +29,8 @@ final class LifecycleTests: MountTestCase {
         var header = try Data(contentsOf: URL(fileURLWithPath: mv.vault + "/vault.header"))
         header[4] = 2
         try header.write(to: URL(fileURLWithPath: mv.vault + "/vault.header"))
-        let unknown = try mv.vaultaire(["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 14)
+        let unknown = try mv.vaultaire(
+            ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 14)
         XCTAssertTrue(unknown.stderr.contains("unsupported vault format version 2"))
         XCTAssertFalse(mv.isMounted)
     }
@@ -35,7 +39,9 @@ final class LifecycleTests: MountTestCase {
         // SIGTERM to the mount process: unmounted, persisted, lock released.
         try mv.mount()
         try mv.shell("echo 'written before SIGTERM' > note")
-        let pid = try mv.execute("/bin/bash", ["-c", "fuser -m '\(mv.mountpoint)' 2>/dev/null; pgrep -f 'vaultaire mount \(mv.vault) '"]).stdout
+        let pid = try mv.execute(
+            "/bin/bash", ["-c", "fuser -m '\(mv.mountpoint)' 2>/dev/null; pgrep -f 'vaultaire mount \(mv.vault) '"]
+        ).stdout
             .split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }.last
         let daemon = try XCTUnwrap(pid, "the mount process")
         kill(daemon, SIGTERM)
@@ -58,7 +64,8 @@ final class LifecycleTests: MountTestCase {
         try mv.shell("echo data > f && python3 -c \"import os; os.setxattr('f', 'user.tag', b'kept')\"")
         try mv.unmount()
         try mv.mount(["--no-xattrs"])
-        try mv.shell("""
+        try mv.shell(
+            """
             python3 -c "
             import errno, os
             for call in (lambda: os.getxattr('f', 'user.tag'), lambda: os.setxattr('f', 'user.x', b'1'), lambda: os.listxattr('f')):
@@ -81,7 +88,8 @@ final class LifecycleTests: MountTestCase {
         try mv.shell("echo kept > kept.txt")
         try mv.unmount()
         try mv.mount(["--read-only"])
-        let r = try mv.execute("/bin/bash", ["-c", "cat '\(mv.mountpoint)/kept.txt' && ! touch '\(mv.mountpoint)/new' 2>/dev/null"])
+        let r = try mv.execute(
+            "/bin/bash", ["-c", "cat '\(mv.mountpoint)/kept.txt' && ! touch '\(mv.mountpoint)/new' 2>/dev/null"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "kept\n")
         try mv.unmount()
@@ -92,7 +100,8 @@ final class LifecycleTests: MountTestCase {
         for trial in 0..<4 {
             try mv.mount()
             // Files written and fsynced, then more writes racing the kill.
-            try mv.shell("""
+            try mv.shell(
+                """
                 mkdir -p d; python3 -c "
                 import os
                 for i in range(5):
@@ -100,7 +109,12 @@ final class LifecycleTests: MountTestCase {
                         f.write(bytes([\(trial) + i]) * (70000 + i)); f.flush(); os.fsync(f.fileno())
                 "
                 """)
-            let writer = try mv.spawn("/bin/bash", ["-c", "cd '\(mv.mountpoint)' && while true; do head -c 200000 /dev/urandom > d/busy-$RANDOM || exit 0; done"])
+            let writer = try mv.spawn(
+                "/bin/bash",
+                [
+                    "-c",
+                    "cd '\(mv.mountpoint)' && while true; do head -c 200000 /dev/urandom > d/busy-$RANDOM || exit 0; done",
+                ])
             usleep(UInt32.random(in: 50_000...300_000, using: &rng))
             _ = try mv.execute("/usr/bin/pkill", ["-KILL", "-f", "vaultaire mount \(mv.vault) "])
             kill(writer, SIGKILL)
@@ -108,7 +122,8 @@ final class LifecycleTests: MountTestCase {
             _ = try mv.execute("/bin/fusermount3", ["-uz", mv.mountpoint])
             XCTAssertTrue(waitUntil(seconds: 5) { !self.mv.isMounted })
             try mv.mount()
-            try mv.shell("""
+            try mv.shell(
+                """
                 for t in $(seq 0 \(trial)); do for i in 0 1 2 3 4; do
                   python3 -c "import sys; d=open('d/sync-%s-%s' % (sys.argv[1], sys.argv[2]),'rb').read(); assert d == bytes([int(sys.argv[1])+int(sys.argv[2])])*(70000+int(sys.argv[2]))" $t $i
                 done; done

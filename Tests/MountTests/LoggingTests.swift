@@ -20,7 +20,8 @@ final class LoggingTests: MountTestCase {
     /// A /dev of the namespace's own, with a /dev/log listener; then the test's steps.
     func withSyslogListener(_ steps: String, file: StaticString = #filePath, line: UInt = #line) throws {
         try "not the passphrase\n".write(toFile: mv.root + "/wrong", atomically: true, encoding: .utf8)
-        try mv.inPrivateNamespace("""
+        try mv.inPrivateNamespace(
+            """
             mkdir -p "$ROOT/hostdev"
             mount --rbind /dev "$ROOT/hostdev"
             mount -t tmpfs -o mode=0755 test-dev /dev
@@ -41,21 +42,28 @@ final class LoggingTests: MountTestCase {
             """ + steps, file: file, line: line)
     }
 
-    var log: [String] { ((try? String(contentsOfFile: mv.root + "/syslog.txt", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    var log: [String] {
+        ((try? String(contentsOfFile: mv.root + "/syslog.txt", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
+    }
 
     /// The log lines that hold `text`, each checked to be a syslog message from vaultaire naming the vault.
     func lines(containing text: String, file: StaticString = #filePath, line: UInt = #line) -> [String] {
         let found = log.filter { $0.contains(text) }
         for l in found {
-            XCTAssertNotNil(l.range(of: #"^<1[1-5]>[A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} vaultaire\[[0-9]+\]: "#, options: .regularExpression),
-                            "syslog format, facility LOG_USER: \(l)", file: file, line: line)
+            XCTAssertNotNil(
+                l.range(
+                    of: #"^<1[1-5]>[A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} vaultaire\[[0-9]+\]: "#,
+                    options: .regularExpression),
+                "syslog format, facility LOG_USER: \(l)", file: file, line: line)
             XCTAssertTrue(l.contains(mv.vault), "names the vault: \(l)", file: file, line: line)
         }
         return found
     }
 
     func testMountUnmountIdleAuthenticationAndIOErrorsGoToSyslog() throws {
-        try withSyslogListener("""
+        try withSyslogListener(
+            """
             if "$VAULTAIRE" mount "$VAULT" "$MNT" --passphrase-file "$ROOT/wrong" 2>/dev/null; then fail "a wrong credential mounted"; fi
             mount_vault
             head -c 100000 /dev/urandom > "$MNT/precious"
@@ -73,18 +81,26 @@ final class LoggingTests: MountTestCase {
             """)
         XCTAssertEqual(lines(containing: "failed: wrong credential").count, 1, log.joined(separator: "\n"))
         XCTAssertEqual(lines(containing: ": mounted on \(mv.mountpoint)").count, 3, log.joined(separator: "\n"))
-        XCTAssertEqual(lines(containing: ": unmounted from \(mv.mountpoint): saved and locked").count, 3, log.joined(separator: "\n"))
-        XCTAssertEqual(lines(containing: ": idle for 1 s: unmounted \(mv.mountpoint)").count, 1, log.joined(separator: "\n"))
+        XCTAssertEqual(
+            lines(containing: ": unmounted from \(mv.mountpoint): saved and locked").count, 3,
+            log.joined(separator: "\n"))
+        XCTAssertEqual(
+            lines(containing: ": idle for 1 s: unmounted \(mv.mountpoint)").count, 1, log.joined(separator: "\n"))
         let damage = lines(containing: "read: ")
         XCTAssertGreaterThan(damage.count, 0, log.joined(separator: "\n"))
-        XCTAssertTrue(damage.allSatisfy { $0.hasPrefix("<11>") && $0.contains("\(mv.vault): /precious: read: ") && $0.contains("fails authentication") }, damage.joined(separator: "\n"))
+        XCTAssertTrue(
+            damage.allSatisfy {
+                $0.hasPrefix("<11>") && $0.contains("\(mv.vault): /precious: read: ")
+                    && $0.contains("fails authentication")
+            }, damage.joined(separator: "\n"))
         XCTAssertTrue(lines(containing: "failed: wrong credential").allSatisfy { $0.hasPrefix("<11>") })
         XCTAssertTrue(lines(containing: ": mounted on").allSatisfy { $0.hasPrefix("<13>") })
         for l in log { XCTAssertFalse(l.contains("mount test passphrase"), "a secret in the log: \(l)") }
     }
 
     func testCrashRecoveryNoticesGoToSyslog() throws {
-        try withSyslogListener("""
+        try withSyslogListener(
+            """
             mount_vault
             exec 3> "$MNT/open-while-killed"
             echo "written, never synced" >&3
@@ -96,7 +112,8 @@ final class LoggingTests: MountTestCase {
             mount_vault
             unmount_vault
             """)
-        let notices = lines(containing: "recovered from an interrupted session") + lines(containing: "which is gone, was cleared")
+        let notices =
+            lines(containing: "recovered from an interrupted session") + lines(containing: "which is gone, was cleared")
         XCTAssertGreaterThan(notices.count, 0, log.joined(separator: "\n"))
         XCTAssertTrue(notices.allSatisfy { $0.hasPrefix("<12>") }, notices.joined(separator: "\n"))
     }
@@ -104,7 +121,8 @@ final class LoggingTests: MountTestCase {
     /// A host I/O error: the vault on a small tmpfs fills up; the failed request is logged with the
     /// file's path and the host's reason.
     func testAFullDiskIsLogged() throws {
-        try withSyslogListener("""
+        try withSyslogListener(
+            """
             mkdir -p "$ROOT/small"
             mount -t tmpfs -o size=8m test-small "$ROOT/small"
             cp -a "$VAULT" "$ROOT/small/vault"
@@ -114,13 +132,16 @@ final class LoggingTests: MountTestCase {
             fusermount3 -u "$MNT"
             for _ in $(seq 300); do [ -e "$ROOT/small/vault/mount.lock" ] || break; sleep 0.1; done
             """)
-        let full = log.filter { $0.contains("\(mv.root)/small/vault: /too-big: ") && $0.contains("No space left on device") }
+        let full = log.filter {
+            $0.contains("\(mv.root)/small/vault: /too-big: ") && $0.contains("No space left on device")
+        }
         XCTAssertGreaterThan(full.count, 0, log.joined(separator: "\n"))
         XCTAssertTrue(full.allSatisfy { $0.hasPrefix("<11>") }, full.joined(separator: "\n"))
     }
 
     func testForegroundKeepsStandardError() throws {
-        try withSyslogListener("""
+        try withSyslogListener(
+            """
             "$VAULTAIRE" mount "$VAULT" "$MNT" --passphrase-file "$PW" -f > /dev/null 2> "$ROOT/foreground.err" &
             foreground=$!
             for _ in $(seq 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
@@ -130,7 +151,8 @@ final class LoggingTests: MountTestCase {
             """)
         let stderr = try String(contentsOfFile: mv.root + "/foreground.err", encoding: .utf8)
         XCTAssertTrue(stderr.contains("vaultaire: \(mv.vault): mounted on \(mv.mountpoint)"), stderr)
-        XCTAssertTrue(stderr.contains("vaultaire: \(mv.vault): unmounted from \(mv.mountpoint): saved and locked"), stderr)
+        XCTAssertTrue(
+            stderr.contains("vaultaire: \(mv.vault): unmounted from \(mv.mountpoint): saved and locked"), stderr)
         XCTAssertEqual(lines(containing: "mounted on").count, 0, log.joined(separator: "\n"))
     }
 }

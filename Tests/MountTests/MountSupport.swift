@@ -16,11 +16,16 @@ final class MountedVault {
     init() throws {
         root = "/tmp/vaultaire-mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: root + "/mnt", withIntermediateDirectories: true)
-        runner = ProcessRunner(environment: ["PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root, "XDG_DATA_HOME": root + "/data",
-                       "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file", "LC_ALL": "C"], scratch: root)
+        runner = ProcessRunner(
+            environment: [
+                "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": root, "XDG_DATA_HOME": root + "/data",
+                "VAULTAIRE_ALLOW_WEAK_KDF": "1", "VAULTAIRE_KEYCHAIN": "file", "LC_ALL": "C",
+            ], scratch: root)
         FileManager.default.createFile(atPath: passphraseFile, contents: Data("mount test passphrase\n".utf8))
-        try vaultaire(["init", vault, "--passphrase-file", passphraseFile, "--kdf-iterations", "1000",
-                       "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase"])
+        try vaultaire([
+            "init", vault, "--passphrase-file", passphraseFile, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", root + "/phrase",
+        ])
     }
 
     static func requireFUSE() throws {
@@ -40,9 +45,15 @@ final class MountedVault {
     func spawn(_ path: String, _ args: [String]) throws -> pid_t { try runner.spawn(path, args) }
 
     @discardableResult
-    func vaultaire(_ args: [String], expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
+    func vaultaire(
+        _ args: [String], expect: Int32? = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessRunner.Result {
         let r = try execute(binary, args)
-        if let expect { XCTAssertEqual(r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr) \(r.stdout)", file: file, line: line) }
+        if let expect {
+            XCTAssertEqual(
+                r.status, expect, "vaultaire \(args.joined(separator: " ")): \(r.stderr) \(r.stdout)", file: file,
+                line: line)
+        }
         return r
     }
 
@@ -50,17 +61,21 @@ final class MountedVault {
     @discardableResult
     func shell(_ script: String, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
         let r = try execute("/bin/bash", ["-c", "set -euo pipefail\ncd '\(mountpoint)'\n" + script])
-        XCTAssertEqual(r.status, 0, "script failed:\n\(script)\nstdout: \(r.stdout)\nstderr: \(r.stderr)", file: file, line: line)
+        XCTAssertEqual(
+            r.status, 0, "script failed:\n\(script)\nstdout: \(r.stdout)\nstderr: \(r.stderr)", file: file, line: line)
         return r
     }
 
     var isMounted: Bool {
         guard let info = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        return info.split(separator: "\n").contains { $0.split(separator: " ").dropFirst(4).first.map(String.init) == mountpoint }
+        return info.split(separator: "\n").contains {
+            $0.split(separator: " ").dropFirst(4).first.map(String.init) == mountpoint
+        }
     }
 
     func mount(_ extra: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
-        try vaultaire(["mount", vault, mountpoint, "--passphrase-file", passphraseFile] + extra, file: file, line: line)
+        try vaultaire(
+            ["mount", vault, mountpoint, "--passphrase-file", passphraseFile] + extra, file: file, line: line)
         XCTAssertTrue(isMounted, "mounted after the command returned", file: file, line: line)
     }
 
@@ -76,7 +91,8 @@ final class MountedVault {
             let activity = try ringActivity()
             // Each worker submits twice to start (its entry, its stop watch), then once per request.
             XCTAssertGreaterThan(activity.workers, 0, "io_uring workers", file: file, line: line)
-            XCTAssertGreaterThan(activity.submissions, 2 * activity.workers, "requests served through the rings", file: file, line: line)
+            XCTAssertGreaterThan(
+                activity.submissions, 2 * activity.workers, "requests served through the rings", file: file, line: line)
         }
         try vaultaire(["unmount", mountpoint], file: file, line: line)
         XCTAssertFalse(isMounted, file: file, line: line)
@@ -95,7 +111,9 @@ final class MountedVault {
         try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
         let mounted = try execute("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", small])
         guard mounted.status == 0 else {
-            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" { XCTFail("cannot mount a tmpfs: \(mounted.stderr)") }
+            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" {
+                XCTFail("cannot mount a tmpfs: \(mounted.stderr)")
+            }
             throw XCTSkip("cannot mount a tmpfs here: \(mounted.stderr)")
         }
         test.addTeardownBlock { [runner] in _ = try? runner.run("/bin/umount", ["-l", small]) }
@@ -104,8 +122,12 @@ final class MountedVault {
 
     /// The vault's content blobs (the 33-character names under blobs/) and their sizes.
     func blobSizes() -> [(name: String, size: Int)] {
-        let names = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter { $0.count == 33 }
-        return names.map { ($0, (try? FileManager.default.attributesOfItem(atPath: vault + "/blobs/" + $0)[.size] as? Int) ?? 0) }
+        let names = FileManager.default.enumerator(atPath: vault + "/blobs")!.compactMap { $0 as? String }.filter {
+            $0.count == 33
+        }
+        return names.map {
+            ($0, (try? FileManager.default.attributesOfItem(atPath: vault + "/blobs/" + $0)[.size] as? Int) ?? 0)
+        }
     }
 
     /// Flips every bit of one byte of a blob: writing a fixed value left the blob intact whenever the
@@ -145,7 +167,8 @@ final class MountedVault {
         var submissions = 0
         for fd in try fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd") {
             guard (try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == "anon_inode:[io_uring]",
-                  let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8) else { continue }
+                let info = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(fd)", encoding: .utf8)
+            else { continue }
             for line in info.split(separator: "\n") where line.hasPrefix("SqHead:") {
                 submissions += Int(line.split(separator: "\t").last.map(String.init) ?? "") ?? 0
             }
@@ -165,7 +188,8 @@ final class MountedVault {
     /// Each ring worker's scheduling policy (field 41 of its stat: 0 is SCHED_OTHER, 5 SCHED_IDLE) and
     /// how often, in all, the workers were switched out while runnable.
     func ringWorkerScheduling() throws -> (policies: [Int], preemptions: Int) {
-        var policies: [Int] = [], preemptions = 0
+        var policies: [Int] = []
+        var preemptions = 0
         for thread in try ringWorkerThreads() {
             let stat = try String(contentsOfFile: thread + "/stat", encoding: .utf8)
             // The name (field 2) is in parentheses and may hold spaces: count fields after its end.

@@ -26,11 +26,16 @@ extension MountedVault {
 
     /// Runs `script` in a new private mount namespace; returns its result (status asserted 0).
     @discardableResult
-    func inPrivateNamespace(_ script: String, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Result {
+    func inPrivateNamespace(
+        _ script: String, expect: Int32 = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProcessRunner.Result {
         let env = ["VAULT": vault, "MNT": mountpoint, "PW": passphraseFile, "ROOT": root, "VAULTAIRE": binary]
-        let r = try runner.run("/usr/bin/unshare", ["-m", "--propagation", "private", "/bin/bash", "-c", MountedVault.namespacePrelude + script],
-                               extraEnvironment: env)
-        XCTAssertEqual(r.status, expect, "script:\n\(script)\nstdout: \(r.stdout)\nstderr: \(r.stderr)", file: file, line: line)
+        let r = try runner.run(
+            "/usr/bin/unshare",
+            ["-m", "--propagation", "private", "/bin/bash", "-c", MountedVault.namespacePrelude + script],
+            extraEnvironment: env)
+        XCTAssertEqual(
+            r.status, expect, "script:\n\(script)\nstdout: \(r.stdout)\nstderr: \(r.stderr)", file: file, line: line)
         return r
     }
 

@@ -4,12 +4,15 @@ import XCTest
 final class OrdinaryToolsTests: MountTestCase {
     func testToolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws { try toolsEditorsGitSQLiteAndNoPlaintextOnDisk() }
 
-    func testToolsEditorsGitSQLiteAndNoPlaintextOnDiskThroughIoUring() throws { try throughIoUring(toolsEditorsGitSQLiteAndNoPlaintextOnDisk) }
+    func testToolsEditorsGitSQLiteAndNoPlaintextOnDiskThroughIoUring() throws {
+        try throughIoUring(toolsEditorsGitSQLiteAndNoPlaintextOnDisk)
+    }
 
     func toolsEditorsGitSQLiteAndNoPlaintextOnDisk() throws {
         try mv.mount()
         // A source tree outside the vault to copy in.
-        try mv.shell("""
+        try mv.shell(
+            """
             cd '\(mv.root)'; mkdir -p src/sub/deeper; echo 'top secret alpha' > src/a.txt; head -c 300000 /dev/urandom > src/sub/blob.bin
             echo 'nested bravo' > src/sub/deeper/b.txt; ln -s a.txt src/link; chmod 640 src/a.txt
             touch -d '2001-02-03 04:05:06' src/a.txt; tar -C src -cf src.tar .
@@ -18,7 +21,8 @@ final class OrdinaryToolsTests: MountTestCase {
             git -C origin add readme
             git -C origin -c user.name=t -c user.email=t@e commit -qm first
             """)
-        let r = try mv.shell("""
+        let r = try mv.shell(
+            """
             cp -a ../src cp-a
             diff -r ../src cp-a
             [ "$(stat -c %a cp-a/a.txt)" = 640 ]
@@ -70,12 +74,17 @@ final class OrdinaryToolsTests: MountTestCase {
         try mv.unmount()
         try mv.verify()
         // Neither names nor contents reached the backing directory.
-        let grep = try mv.execute("/bin/grep", ["-r", "-l", "-a", "-e", "top secret alpha", "-e", "nested bravo", "-e", "charlie in git",
-                                                  "-e", "version 2 delta", "-e", "blob.bin", "-e", "readme", "-e", "db.sqlite", mv.vault])
+        let grep = try mv.execute(
+            "/bin/grep",
+            [
+                "-r", "-l", "-a", "-e", "top secret alpha", "-e", "nested bravo", "-e", "charlie in git",
+                "-e", "version 2 delta", "-e", "blob.bin", "-e", "readme", "-e", "db.sqlite", mv.vault,
+            ])
         XCTAssertEqual(grep.status, 1, "plaintext found in the vault directory: \(grep.stdout)")
         // Remount: everything is still there.
         try mv.mount()
-        try mv.shell("""
+        try mv.shell(
+            """
             diff -r ../src cp-a
             [ "$(cat doc.txt)" = 'version 2 delta' ]
             [ "$(sqlite3 db.sqlite 'pragma integrity_check')" = ok ]
@@ -89,7 +98,8 @@ final class OrdinaryToolsTests: MountTestCase {
 
     func errnosMatchPOSIX() throws {
         try mv.mount()
-        try mv.shell("""
+        try mv.shell(
+            """
             python3 - <<'PY'
             import errno, os
             def expect(code, f, *a):
@@ -141,9 +151,13 @@ final class OrdinaryToolsTests: MountTestCase {
     /// A streaming write reaches the mount as the kernel's write-back sends it — 1 MiB requests, many at
     /// once and out of order, each landing past the end before the ones it skips — and a write far past
     /// the end leaves a gap; both read back byte for byte, also after a remount and `verify`.
-    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws { try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() }
+    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws {
+        try streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack()
+    }
 
-    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBackThroughIoUring() throws { try throughIoUring(streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack) }
+    func testStreamingAndSparseWritesRoundTripThroughTheKernelsWriteBackThroughIoUring() throws {
+        try throughIoUring(streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack)
+    }
 
     func streamingAndSparseWritesRoundTripThroughTheKernelsWriteBack() throws {
         try mv.mount()
@@ -153,7 +167,8 @@ final class OrdinaryToolsTests: MountTestCase {
             cmp -n $((20 * 1048576)) holey /dev/zero
             cmp -i $((20 * 1048576)):0 -n $((2 * 1048576)) holey ../big.src
             """
-        try mv.shell("""
+        try mv.shell(
+            """
             head -c $((48 * 1048576)) /dev/urandom > ../big.src
             dd if=../big.src of=big bs=1M status=none
             dd if=../big.src of=holey bs=1M count=2 seek=20 status=none
@@ -169,13 +184,18 @@ final class OrdinaryToolsTests: MountTestCase {
     /// The mount widens its own read-ahead window to 1 MiB once the kernel has taken the INIT reply, so
     /// a streaming read reaches it as several large requests at once, decrypted side by side; a file read
     /// cold that way, and from the middle, is byte for byte what was written.
-    func testStreamingReadsGetTheMountsWiderReadAheadWindow() throws { try streamingReadsGetTheMountsWiderReadAheadWindow() }
+    func testStreamingReadsGetTheMountsWiderReadAheadWindow() throws {
+        try streamingReadsGetTheMountsWiderReadAheadWindow()
+    }
 
-    func testStreamingReadsGetTheMountsWiderReadAheadWindowThroughIoUring() throws { try throughIoUring(streamingReadsGetTheMountsWiderReadAheadWindow) }
+    func testStreamingReadsGetTheMountsWiderReadAheadWindowThroughIoUring() throws {
+        try throughIoUring(streamingReadsGetTheMountsWiderReadAheadWindow)
+    }
 
     func streamingReadsGetTheMountsWiderReadAheadWindow() throws {
         try mv.mount()
-        try mv.shell("""
+        try mv.shell(
+            """
             window=$(cat /sys/class/bdi/$(mountpoint -d "$PWD")/read_ahead_kb)
             [ "$window" = 1024 ] || { echo "read_ahead_kb $window"; exit 1; }
             head -c $((40 * 1048576 + 12345)) /dev/urandom > ../stream.src
@@ -192,13 +212,18 @@ final class OrdinaryToolsTests: MountTestCase {
     /// Requests of 256 KiB and more are decrypted in two halves at once. Direct reads (which reach the
     /// mount at exactly the size asked) return what one read would: whole, ending in either half, past
     /// the end; and a damaged chunk in the second half fails the whole read with EIO.
-    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOne() throws { try largeReadsSplitInHalvesReadAsOneAndFailAsOne() }
+    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOne() throws {
+        try largeReadsSplitInHalvesReadAsOneAndFailAsOne()
+    }
 
-    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOneThroughIoUring() throws { try throughIoUring(largeReadsSplitInHalvesReadAsOneAndFailAsOne) }
+    func testLargeReadsSplitInHalvesReadAsOneAndFailAsOneThroughIoUring() throws {
+        try throughIoUring(largeReadsSplitInHalvesReadAsOneAndFailAsOne)
+    }
 
     func largeReadsSplitInHalvesReadAsOneAndFailAsOne() throws {
         try mv.mount()
-        try mv.shell("""
+        try mv.shell(
+            """
             head -c $((3 * 1048576 + 12345)) /dev/urandom > ../whole.src && cp ../whole.src whole
             head -c $((1048576 + 12345)) /dev/urandom > damaged
             """)
@@ -210,7 +235,8 @@ final class OrdinaryToolsTests: MountTestCase {
                 try: return bytes(buffer[:os.preadv(fd, [buffer], offset)])
                 finally: os.close(fd)
             """
-        try mv.shell("""
+        try mv.shell(
+            """
             python3 - <<'PY'
             \(directRead)
             plain = open('../whole.src', 'rb').read()
@@ -225,7 +251,8 @@ final class OrdinaryToolsTests: MountTestCase {
         let damaged = try XCTUnwrap(mv.blobSizes().min { $0.size < $1.size })
         try mv.flipByte(ofBlob: damaged.name, at: UInt64(damaged.size * 4 / 5))
         try mv.mount()
-        try mv.shell("""
+        try mv.shell(
+            """
             python3 - <<'PY'
             \(directRead)
             import errno
@@ -242,12 +269,15 @@ final class OrdinaryToolsTests: MountTestCase {
     /// root keeps them on write), the kernel sees the new mode at once, and the vault stores it.
     func testSetIDBitsAreClearedOnWriteTruncateAndChown() throws { try setIDBitsAreClearedOnWriteTruncateAndChown() }
 
-    func testSetIDBitsAreClearedOnWriteTruncateAndChownThroughIoUring() throws { try throughIoUring(setIDBitsAreClearedOnWriteTruncateAndChown) }
+    func testSetIDBitsAreClearedOnWriteTruncateAndChownThroughIoUring() throws {
+        try throughIoUring(setIDBitsAreClearedOnWriteTruncateAndChown)
+    }
 
     func setIDBitsAreClearedOnWriteTruncateAndChown() throws {
         try mv.mount(["-o", "allow_other"])
         let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups"
-        try mv.shell("""
+        try mv.shell(
+            """
             chmod 755 ..
             for f in w1 w2 w3 t1 t2 root c1 c2; do echo data > $f; done
             chmod 4777 w1 t1 t2 root; chmod 2777 w2; chmod 2766 w3; chmod 6775 c1; chmod 4755 c2
@@ -255,12 +285,16 @@ final class OrdinaryToolsTests: MountTestCase {
             echo more >> root
             chown 65534 c1; chown :65534 c2
             """)
-        let expected = ["w1": "777", "w2": "777", "w3": "766", "t1": "777", "t2": "777", "root": "4777", "c1": "775", "c2": "755"]
+        let expected = [
+            "w1": "777", "w2": "777", "w3": "766", "t1": "777", "t2": "777", "root": "4777", "c1": "775", "c2": "755",
+        ]
         func modes() throws -> [String: String] {
             let out = try mv.shell("stat -c '%n %a' w1 w2 w3 t1 t2 root c1 c2").stdout
-            return Dictionary(uniqueKeysWithValues: out.split(separator: "\n").map {
-                let f = $0.split(separator: " "); return (String(f[0]), String(f[1]))
-            })
+            return Dictionary(
+                uniqueKeysWithValues: out.split(separator: "\n").map {
+                    let f = $0.split(separator: " ")
+                    return (String(f[0]), String(f[1]))
+                })
         }
         XCTAssertEqual(try modes(), expected)
         XCTAssertEqual(try mv.shell("cat w1 t1").stdout, "data\nmore\nd")

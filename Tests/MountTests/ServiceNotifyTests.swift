@@ -21,24 +21,34 @@ final class ServiceNotifyTests: MountTestCase {
     var listenerPID: pid_t?
 
     override func tearDown() {
-        if let listenerPID { kill(listenerPID, SIGTERM); ProcessRunner.wait(listenerPID) }
+        if let listenerPID {
+            kill(listenerPID, SIGTERM)
+            ProcessRunner.wait(listenerPID)
+        }
         super.tearDown()
     }
 
     var messages: [String] {
-        ((try? String(contentsOfFile: mv.root + "/notify.txt", encoding: .utf8)) ?? "").components(separatedBy: "\n--\n").filter { !$0.isEmpty }
+        ((try? String(contentsOfFile: mv.root + "/notify.txt", encoding: .utf8)) ?? "").components(
+            separatedBy: "\n--\n"
+        ).filter { !$0.isEmpty }
     }
 
     func waitFor(_ what: String, seconds: Double = 30, _ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !condition() {
-            guard Date() < deadline else { XCTFail("timed out waiting for \(what)"); return }
+            guard Date() < deadline else {
+                XCTFail("timed out waiting for \(what)")
+                return
+            }
             usleep(20_000)
         }
     }
 
     func startListener(at address: String) throws {
-        listenerPID = try mv.spawn("/usr/bin/python3", ["-c", ServiceNotifyTests.listener, address, mv.root + "/notify.txt", mv.root + "/listening"])
+        listenerPID = try mv.spawn(
+            "/usr/bin/python3",
+            ["-c", ServiceNotifyTests.listener, address, mv.root + "/notify.txt", mv.root + "/listening"])
         try waitFor("the listener") { FileManager.default.fileExists(atPath: mv.root + "/listening") }
     }
 
@@ -46,8 +56,9 @@ final class ServiceNotifyTests: MountTestCase {
     /// mounted and the daemon's PID, and STOPPING=1 at unmount.
     func checkReadiness(address: String) throws {
         try startListener(at: address)
-        let daemon = try mv.runner.spawn(mv.binary, ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile, "-f"],
-                                         stdout: mv.root + "/fg.out", stderr: mv.root + "/fg.err", extraEnvironment: ["NOTIFY_SOCKET": address])
+        let daemon = try mv.runner.spawn(
+            mv.binary, ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile, "-f"],
+            stdout: mv.root + "/fg.out", stderr: mv.root + "/fg.err", extraEnvironment: ["NOTIFY_SOCKET": address])
         try waitFor("READY=1") { messages.contains { $0.hasPrefix("READY=1\n") } }
         XCTAssertTrue(mv.isMounted, "mounted when READY=1 arrived")
         let ready = try XCTUnwrap(messages.first)
@@ -55,7 +66,8 @@ final class ServiceNotifyTests: MountTestCase {
         XCTAssertTrue(ready.contains("\nSTATUS=Mounted \(mv.vault) on \(mv.mountpoint)"), ready)
         try mv.shell("echo ready > ready.txt")
         try mv.unmount()
-        XCTAssertEqual(ProcessRunner.wait(daemon), 0, (try? String(contentsOfFile: mv.root + "/fg.err", encoding: .utf8)) ?? "")
+        XCTAssertEqual(
+            ProcessRunner.wait(daemon), 0, (try? String(contentsOfFile: mv.root + "/fg.err", encoding: .utf8)) ?? "")
         XCTAssertEqual(messages.count, 2, messages.joined(separator: "|"))
         XCTAssertTrue(messages.last?.hasPrefix("STOPPING=1\n") == true, messages.joined(separator: "|"))
     }
@@ -76,14 +88,16 @@ final class ServiceNotifyTests: MountTestCase {
     /// The unit template is valid for systemd (with the built binary in place of /usr/bin/vaultaire,
     /// which only the package installs).
     func testUnitTemplateVerifies() throws {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("packaging/systemd/vaultaire@.service").path
         let unit = try String(contentsOfFile: source, encoding: .utf8)
         XCTAssertTrue(unit.contains("\nType=notify\n"))
         XCTAssertTrue(unit.contains("--foreground"), "the main process must be the daemon for NotifyAccess=main")
         let dir = mv.root + "/units"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try unit.replacingOccurrences(of: "/usr/bin/vaultaire", with: mv.binary).write(toFile: dir + "/vaultaire@.service", atomically: true, encoding: .utf8)
+        try unit.replacingOccurrences(of: "/usr/bin/vaultaire", with: mv.binary).write(
+            toFile: dir + "/vaultaire@.service", atomically: true, encoding: .utf8)
         let r = try mv.execute("/usr/bin/systemd-analyze", ["verify", "--man=no", dir + "/vaultaire@test.service"])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertEqual(r.stdout + r.stderr, "")

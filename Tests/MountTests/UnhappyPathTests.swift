@@ -8,8 +8,10 @@ import XCTest
 final class UnhappyPathTests: MountTestCase {
     private func makeVault(in directory: String) throws -> String {
         let vault = directory + "/vault"
-        try mv.vaultaire(["init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
-                          "--recovery-iterations", "1000", "--recovery-phrase-out", mv.root + "/phrase-small"])
+        try mv.vaultaire([
+            "init", vault, "--passphrase-file", mv.passphraseFile, "--kdf-iterations", "1000",
+            "--recovery-iterations", "1000", "--recovery-phrase-out", mv.root + "/phrase-small",
+        ])
         return vault
     }
 
@@ -75,7 +77,10 @@ final class UnhappyPathTests: MountTestCase {
         try mv.shell(script)
         XCTAssertTrue(mv.isMounted, "still mounted right after the close")
         var waited = 0
-        while mv.isMounted && waited < 100 { usleep(100_000); waited += 1 }
+        while mv.isMounted && waited < 100 {
+            usleep(100_000)
+            waited += 1
+        }
         XCTAssertFalse(mv.isMounted, "idle unmount once nothing is open")
         try mv.verify()
         let got = try mv.vaultaire(["get", mv.vault, "/held.txt", "-", "--passphrase-file", mv.passphraseFile])
@@ -91,21 +96,29 @@ final class UnhappyPathTests: MountTestCase {
         for round in 0..<rounds {
             try mv.mount()
             if round == 0 { try mv.shell("printf 'version start\\n%.0s' {1..500} > doc.txt") }
-            let saver = try mv.spawn("/bin/bash", ["-c", """
-                cd '\(mv.mountpoint)' || exit 1
-                for i in $(seq 1 100000); do
-                  printf "version \(round)-$i\\n%.0s" {1..500} > .doc.txt.swp || exit 0
-                  sync .doc.txt.swp || exit 0
-                  mv -f .doc.txt.swp doc.txt || exit 0
-                done
-                """])
+            let saver = try mv.spawn(
+                "/bin/bash",
+                [
+                    "-c",
+                    """
+                    cd '\(mv.mountpoint)' || exit 1
+                    for i in $(seq 1 100000); do
+                      printf "version \(round)-$i\\n%.0s" {1..500} > .doc.txt.swp || exit 0
+                      sync .doc.txt.swp || exit 0
+                      mv -f .doc.txt.swp doc.txt || exit 0
+                    done
+                    """,
+                ])
             usleep(UInt32.random(in: 200_000...900_000))
             let daemon = try mv.mountProcess()
             kill(daemon, SIGKILL)
             ProcessRunner.wait(saver)
             _ = try mv.execute("/bin/fusermount3", ["-uz", mv.mountpoint])
             var waited = 0
-            while kill(daemon, 0) == 0 && waited < 50 { usleep(100_000); waited += 1 }
+            while kill(daemon, 0) == 0 && waited < 50 {
+                usleep(100_000)
+                waited += 1
+            }
             try mv.mount()
             let content = try mv.execute("/bin/cat", [mv.mountpoint + "/doc.txt"])
             XCTAssertEqual(content.status, 0, "round \(round): doc.txt must exist: \(content.stderr)")
@@ -136,9 +149,11 @@ final class UnhappyPathTests: MountTestCase {
         let asOwner = ["--reuid=1000", "--regid=1000", "--clear-groups"]
         let chown1 = try mv.execute("/usr/bin/setpriv", asOwner + ["chown", "1000:1000", mv.mountpoint + "/suid"])
         XCTAssertEqual(chown1.status, 0, chown1.stderr)
-        let chown2 = try mv.execute("/usr/bin/setpriv", asOwner + ["chown", "1000:1000", mv.mountpoint + "/sgid-noexec"])
+        let chown2 = try mv.execute(
+            "/usr/bin/setpriv", asOwner + ["chown", "1000:1000", mv.mountpoint + "/sgid-noexec"])
         XCTAssertEqual(chown2.status, 0, chown2.stderr)
-        let modes = try mv.execute("/usr/bin/stat", ["-c", "%a", mv.mountpoint + "/suid", mv.mountpoint + "/sgid-noexec"])
+        let modes = try mv.execute(
+            "/usr/bin/stat", ["-c", "%a", mv.mountpoint + "/suid", mv.mountpoint + "/sgid-noexec"])
         XCTAssertEqual(modes.stdout.split(separator: "\n"), ["555", "2644"])
         try mv.unmount()
         try mv.mount()

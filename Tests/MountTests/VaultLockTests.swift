@@ -23,19 +23,26 @@ final class VaultLockTests: MountTestCase {
         _ = FileManager.default.createFile(atPath: newPassphrase, contents: Data("a brand new passphrase\n".utf8))
         try mv.mount()
         let daemon = try mv.mountProcess()
-        let passwd = try mv.vaultaire(["passwd", mv.vault, "--passphrase-file", mv.passphraseFile, "--new-passphrase-file", newPassphrase],
-                                      expect: 19)
+        let passwd = try mv.vaultaire(
+            ["passwd", mv.vault, "--passphrase-file", mv.passphraseFile, "--new-passphrase-file", newPassphrase],
+            expect: 19)
         XCTAssertTrue(passwd.stderr.hasPrefix("Error: the vault is already open by process \(daemon) "), passwd.stderr)
         XCTAssertEqual(passwd.errorLines.count, 1, passwd.stderr)
-        let recover = try mv.vaultaire(["recover", mv.vault, "--recovery-phrase-file", mv.root + "/phrase",
-                                        "--new-passphrase-file", newPassphrase], expect: 19)
+        let recover = try mv.vaultaire(
+            [
+                "recover", mv.vault, "--recovery-phrase-file", mv.root + "/phrase",
+                "--new-passphrase-file", newPassphrase,
+            ], expect: 19)
         XCTAssertTrue(recover.stderr.contains("process \(daemon) "), recover.stderr)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: mv.vault + "/vault.header")), header, "the header did not change")
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: mv.vault + "/vault.header")), header, "the header did not change")
         try mv.shell("echo still here > f && cat f")
         try mv.unmount()
         // A read-only mount holds no lock and never writes the header: passwd goes ahead.
         try mv.mount(["--read-only"])
-        try mv.vaultaire(["passwd", mv.vault, "--passphrase-file", mv.passphraseFile, "--new-passphrase-file", newPassphrase])
+        try mv.vaultaire([
+            "passwd", mv.vault, "--passphrase-file", mv.passphraseFile, "--new-passphrase-file", newPassphrase,
+        ])
         try mv.unmount()
         try mv.vaultaire(["ls", mv.vault, "--passphrase-file", newPassphrase])
     }

@@ -10,7 +10,9 @@ public final class ProcessRunner {
         public let stderr: String
         /// The lines of stderr other than the weak-KDF warning every command prints for the test
         /// vaults (made with small counts).
-        public var errorLines: [Substring] { stderr.split(separator: "\n").filter { !$0.hasPrefix(weakKDFWarningPrefix) } }
+        public var errorLines: [Substring] {
+            stderr.split(separator: "\n").filter { !$0.hasPrefix(weakKDFWarningPrefix) }
+        }
     }
 
     public var environment: [String: String]
@@ -33,21 +35,28 @@ public final class ProcessRunner {
     }
 
     @discardableResult
-    public func run(_ path: String, _ args: [String], input: String? = nil, extraEnvironment: [String: String] = [:]) throws -> Result {
-        let out = scratch + "/.out-\(UInt32.random(in: 0...UInt32.max))", err = out + ".err", inp = out + ".in"
+    public func run(
+        _ path: String, _ args: [String], input: String? = nil, extraEnvironment: [String: String] = [:]
+    ) throws -> Result {
+        let out = scratch + "/.out-\(UInt32.random(in: 0...UInt32.max))"
+        let err = out + ".err"
+        let inp = out + ".in"
         FileManager.default.createFile(atPath: inp, contents: Data((input ?? "").utf8))
         defer { for f in [out, err, inp] { unlink(f) } }
         let pid = try spawn(path, args, stdin: inp, stdout: out, stderr: err, extraEnvironment: extraEnvironment)
         let status = ProcessRunner.wait(pid)
-        let r = Result(status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                       stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        let r = Result(
+            status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
         outputs.append(r.stdout + r.stderr)
         return r
     }
 
     /// Starts a program in the background; the caller kills and `wait`s for it.
-    public func spawn(_ path: String, _ args: [String], stdin: String = "/dev/null", stdout: String = "/dev/null",
-                      stderr: String = "/dev/null", extraEnvironment: [String: String] = [:]) throws -> pid_t {
+    public func spawn(
+        _ path: String, _ args: [String], stdin: String = "/dev/null", stdout: String = "/dev/null",
+        stderr: String = "/dev/null", extraEnvironment: [String: String] = [:]
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VaultCrypto
 
 /// Reads `key = value` blocks separated by blank lines; `#` lines are comments.
@@ -12,7 +13,10 @@ func loadVectors(_ name: String) throws -> [[String: String]] {
         let l = line.trimmingCharacters(in: .whitespaces)
         if l.hasPrefix("#") { continue }
         if l.isEmpty {
-            if !current.isEmpty { blocks.append(current); current = [:] }
+            if !current.isEmpty {
+                blocks.append(current)
+                current = [:]
+            }
             continue
         }
         let parts = l.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -39,7 +43,8 @@ final class AESGCMTests: XCTestCase {
         XCTAssertEqual(cases.count, 4)
         for c in cases {
             let key = SecureBytes(copying: unhex(c["key"]!))
-            let sealed = try AESGCM.seal(unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
+            let sealed = try AESGCM.seal(
+                unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
             XCTAssertEqual(sealed, unhex(c["ciphertext"]!) + unhex(c["tag"]!))
             let opened = try AESGCM.open(sealed, using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
             XCTAssertEqual(opened, unhex(c["plaintext"]!))
@@ -52,25 +57,31 @@ final class AESGCMTests: XCTestCase {
         let aad = Array("header".utf8)
         let plaintext = Array("attack at dawn, bring snacks".utf8)
         let sealed = try AESGCM.seal(plaintext, using: key, nonce: nonce, authenticating: aad)
-        func assertRejected(_ s: [UInt8], _ n: [UInt8], _ a: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
+        func assertRejected(
+            _ s: [UInt8], _ n: [UInt8], _ a: [UInt8], file: StaticString = #filePath, line: UInt = #line
+        ) {
             XCTAssertThrowsError(try AESGCM.open(s, using: key, nonce: n, authenticating: a), file: file, line: line) {
                 XCTAssertEqual($0 as? CryptoError, .authenticationFailure)
             }
         }
         for bit in 0..<(sealed.count * 8) {
-            var s = sealed; s[bit / 8] ^= 1 << (bit % 8)
+            var s = sealed
+            s[bit / 8] ^= 1 << (bit % 8)
             assertRejected(s, nonce, aad)
         }
         for bit in 0..<(aad.count * 8) {
-            var a = aad; a[bit / 8] ^= 1 << (bit % 8)
+            var a = aad
+            a[bit / 8] ^= 1 << (bit % 8)
             assertRejected(sealed, nonce, a)
         }
         for bit in 0..<(nonce.count * 8) {
-            var n = nonce; n[bit / 8] ^= 1 << (bit % 8)
+            var n = nonce
+            n[bit / 8] ^= 1 << (bit % 8)
             assertRejected(sealed, n, aad)
         }
         assertRejected(Array(sealed.dropLast()), nonce, aad)
-        XCTAssertThrowsError(try AESGCM.open(sealed, using: try SecureBytes(randomCount: 32), nonce: nonce, authenticating: aad))
+        XCTAssertThrowsError(
+            try AESGCM.open(sealed, using: try SecureBytes(randomCount: 32), nonce: nonce, authenticating: aad))
     }
 
     func testFailedOpenZeroesTheOutputBuffer() throws {
@@ -79,13 +90,16 @@ final class AESGCMTests: XCTestCase {
         var sealed = try AESGCM.seal([UInt8](repeating: 0x41, count: 64), using: key, nonce: nonce)
         sealed[70] ^= 1  // corrupt the tag
         var out = [UInt8](repeating: 0xEE, count: 64)
-        XCTAssertThrowsError(try sealed.withUnsafeBytes { s in
-            try nonce.withUnsafeBytes { n in
-                try out.withUnsafeMutableBytes { o in
-                    try AESGCMContext.current.open(s, using: key, nonce: n, authenticating: UnsafeRawBufferPointer(start: nil, count: 0), into: o)
+        XCTAssertThrowsError(
+            try sealed.withUnsafeBytes { s in
+                try nonce.withUnsafeBytes { n in
+                    try out.withUnsafeMutableBytes { o in
+                        try AESGCMContext.current.open(
+                            s, using: key, nonce: n, authenticating: UnsafeRawBufferPointer(start: nil, count: 0),
+                            into: o)
+                    }
                 }
-            }
-        })
+            })
         XCTAssertEqual(out, [UInt8](repeating: 0, count: 64), "no unauthenticated plaintext may remain in the buffer")
     }
 
@@ -97,19 +111,28 @@ final class AESGCMTests: XCTestCase {
         for round in 0..<3 {
             for c in cases {
                 let key = SecureBytes(copying: unhex(c["key"]!))
-                let sealed = try AESGCM.seal(unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
+                let sealed = try AESGCM.seal(
+                    unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!))
                 XCTAssertEqual(sealed, unhex(c["ciphertext"]!) + unhex(c["tag"]!), "round \(round)")
-                _ = try AESGCM.seal([1, 2, 3], using: other, nonce: [UInt8](repeating: 7, count: 12))  // another key in between
-                XCTAssertEqual(try AESGCM.open(sealed, using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)), unhex(c["plaintext"]!))
-                XCTAssertEqual(try AESGCM.seal(unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)), sealed)
+                // Another key in between.
+                _ = try AESGCM.seal([1, 2, 3], using: other, nonce: [UInt8](repeating: 7, count: 12))
+                XCTAssertEqual(
+                    try AESGCM.open(sealed, using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)),
+                    unhex(c["plaintext"]!))
+                XCTAssertEqual(
+                    try AESGCM.seal(
+                        unhex(c["plaintext"]!), using: key, nonce: unhex(c["iv"]!), authenticating: unhex(c["aad"]!)),
+                    sealed)
                 if round == 1 { AESGCMContext.wipeAll() }
             }
         }
     }
 
     func testWrongLengthsAreRefused() {
-        XCTAssertThrowsError(try AESGCM.seal([1], using: SecureBytes(count: 16), nonce: [UInt8](repeating: 0, count: 12)))
-        XCTAssertThrowsError(try AESGCM.seal([1], using: SecureBytes(count: 32), nonce: [UInt8](repeating: 0, count: 8)))
+        XCTAssertThrowsError(
+            try AESGCM.seal([1], using: SecureBytes(count: 16), nonce: [UInt8](repeating: 0, count: 12)))
+        XCTAssertThrowsError(
+            try AESGCM.seal([1], using: SecureBytes(count: 32), nonce: [UInt8](repeating: 0, count: 8)))
     }
 }
 
@@ -119,8 +142,9 @@ final class PBKDF2Tests: XCTestCase {
         XCTAssertEqual(cases.count, 3)
         for c in cases {
             let dk = unhex(c["dk"]!)
-            let out = try PBKDF2.deriveSHA512(password: SecureBytes(copying: Array(c["password"]!.utf8)),
-                                              salt: Array(c["salt"]!.utf8), iterations: Int(c["iterations"]!)!, length: dk.count)
+            let out = try PBKDF2.deriveSHA512(
+                password: SecureBytes(copying: Array(c["password"]!.utf8)),
+                salt: Array(c["salt"]!.utf8), iterations: Int(c["iterations"]!)!, length: dk.count)
             XCTAssertTrue(out.constantTimeEquals(dk))
         }
     }

@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultFS
 @testable import VaultFormat
 @testable import VaultSystem
@@ -51,7 +52,8 @@ final class AtomicRenameTests: XCTestCase {
         try FileSystem.makeDirectories(directory)
         defer { _ = system("rm -rf '\(directory)'") }
         let dir = try DirectoryDescriptor(path: directory)
-        let kept = dir.file("kept"), removed = dir.file("removed")
+        let kept = dir.file("kept")
+        let removed = dir.file("removed")
         try kept.replace(with: [1])
         try removed.replace(with: [2])
         let failing = BlobReaper(gatherMilliseconds: 1, lingerMilliseconds: 50, beforeRemoving: { false })
@@ -59,7 +61,12 @@ final class AtomicRenameTests: XCTestCase {
         failing.drain()
         XCTAssertTrue(FileSystem.exists(kept.path), "a batch whose journal could not be synced stays")
         let syncs = Counter()
-        let working = BlobReaper(gatherMilliseconds: 1, lingerMilliseconds: 50, beforeRemoving: { syncs.add(); return true })
+        let working = BlobReaper(
+            gatherMilliseconds: 1, lingerMilliseconds: 50,
+            beforeRemoving: {
+                syncs.add()
+                return true
+            })
         working.remove([removed])
         working.drain()
         XCTAssertFalse(FileSystem.exists(removed.path))

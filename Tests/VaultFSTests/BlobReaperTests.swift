@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultFS
 @testable import VaultSystem
 
@@ -42,7 +43,10 @@ final class BlobReaperTests: XCTestCase {
         let paths = try makeFiles(3, prefix: "s")
         reaper.remove(paths)
         var waited = 0
-        while !remaining(paths).isEmpty && waited < 5000 { usleep(10_000); waited += 10 }
+        while !remaining(paths).isEmpty && waited < 5000 {
+            usleep(10_000)
+            waited += 10
+        }
         XCTAssertEqual(remaining(paths).count, 0, "three queued blobs still there after 5 s without a drain")
         XCTAssertTrue(reaper.isRunning, "the thread lingers for more work")
     }
@@ -54,7 +58,10 @@ final class BlobReaperTests: XCTestCase {
         reaper.drain()
         XCTAssertEqual(remaining(first).count, 0)
         var waited = 0
-        while reaper.isRunning && waited < 5000 { usleep(10_000); waited += 10 }
+        while reaper.isRunning && waited < 5000 {
+            usleep(10_000)
+            waited += 10
+        }
         XCTAssertFalse(reaper.isRunning, "the thread should end after lingering 50 ms without work")
         let second = try makeFiles(10, prefix: "y")
         reaper.remove(second)

@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -37,7 +38,11 @@ final class DataPathTests: XCTestCase {
             case 0:
                 let size = Int.random(in: 0..<60_000, using: &rng)
                 try v.setSize(h.id, to: size)
-                if size < model.count { model.removeLast(model.count - size) } else { model += [UInt8](repeating: 0, count: size - model.count) }
+                if size < model.count {
+                    model.removeLast(model.count - size)
+                } else {
+                    model += [UInt8](repeating: 0, count: size - model.count)
+                }
             case 1:
                 try v.fsync(h)
                 v.release(h)
@@ -49,7 +54,9 @@ final class DataPathTests: XCTestCase {
                 // Every third write is long enough to hold whole chunks, which are sealed ahead of the lock.
                 let data = randomBytes(Int.random(in: 1..<(step % 3 == 0 ? 40_000 : 9000), using: &rng))
                 _ = try data.withUnsafeBytes { try v.write(h, at: offset, from: $0) }
-                if model.count < offset + data.count { model += [UInt8](repeating: 0, count: offset + data.count - model.count) }
+                if model.count < offset + data.count {
+                    model += [UInt8](repeating: 0, count: offset + data.count - model.count)
+                }
                 model.replaceSubrange(offset..<offset + data.count, with: data)
             }
             XCTAssertEqual(Int(try v.attributes(h.id).size), model.count, "size after step \(step)")
@@ -75,7 +82,8 @@ final class DataPathTests: XCTestCase {
     func testAGapPastTheEndIsWrittenOnlyIfNothingFillsItBeforeTheFlush() throws {
         let tv = try TestVault()
         var v = try tv.open()
-        let chunk = 4096, slot = chunk + FileBlob.chunkOverhead
+        let chunk = 4096
+        let slot = chunk + FileBlob.chunkOverhead
         let h = try v.create(in: Inode.rootID, name: "g", permissions: 0o644, caller: .current)
         let blob = try FileDescriptor(path: v.layout.blobPath(try v.resolve("/g").blobID), flags: O_RDONLY)
         func slotIsBlank(_ index: Int) throws -> Bool {
@@ -83,7 +91,8 @@ final class DataPathTests: XCTestCase {
             let n = try bytes.withUnsafeMutableBytes { try blob.read(into: $0, at: FileBlob.headerSize + index * slot) }
             return bytes[0..<n].allSatisfy { $0 == 0 }
         }
-        let tail = randomBytes(2 * chunk), middle = randomBytes(chunk)
+        let tail = randomBytes(2 * chunk)
+        let middle = randomBytes(chunk)
         _ = try tail.withUnsafeBytes { try v.write(h, at: 8 * chunk, from: $0) }
         _ = try middle.withUnsafeBytes { try v.write(h, at: 3 * chunk, from: $0) }
         var model = [UInt8](repeating: 0, count: 10 * chunk)
@@ -122,11 +131,15 @@ final class DataPathTests: XCTestCase {
             let node = try v.attributes(h.id)
             v.release(h)
             for (what, time) in [("mtime", node.modificationTime), ("ctime", node.changeTime)] {
-                XCTAssertTrue(before <= time && time <= after, "file \(k) \(what) \(time) outside the tick [\(before), \(after)]")
+                XCTAssertTrue(
+                    before <= time && time <= after, "file \(k) \(what) \(time) outside the tick [\(before), \(after)]")
             }
             let directory = try v.attributes(Inode.rootID)
-            XCTAssertGreaterThanOrEqual(directory.modificationTime, directoryBefore.modificationTime, "directory mtime stepped back at file \(k)")
-            XCTAssertGreaterThanOrEqual(directory.changeTime, directoryBefore.changeTime, "directory ctime stepped back at file \(k)")
+            XCTAssertGreaterThanOrEqual(
+                directory.modificationTime, directoryBefore.modificationTime,
+                "directory mtime stepped back at file \(k)")
+            XCTAssertGreaterThanOrEqual(
+                directory.changeTime, directoryBefore.changeTime, "directory ctime stepped back at file \(k)")
         }
         try v.close()
     }
@@ -190,11 +203,16 @@ final class DataPathTests: XCTestCase {
         let d = try v.makeNode(in: Inode.rootID, name: "d", kind: .directory, permissions: 0o755, caller: caller)
         XCTAssertEqual(try v.attributes(Inode.rootID).linkCount, 3)
         try v.writeFile("/d/x", [1, 2, 3])
-        XCTAssertThrowsError(try v.removeDirectory(in: Inode.rootID, name: "d")) { XCTAssertEqual(($0 as? FSError)?.errno, ENOTEMPTY) }
+        XCTAssertThrowsError(try v.removeDirectory(in: Inode.rootID, name: "d")) {
+            XCTAssertEqual(($0 as? FSError)?.errno, ENOTEMPTY)
+        }
         XCTAssertThrowsError(try v.makeNode(in: d.id, name: "x", kind: .file, permissions: 0o644, caller: caller)) {
             XCTAssertEqual(($0 as? FSError)?.errno, EEXIST)
         }
-        XCTAssertThrowsError(try v.makeNode(in: d.id, name: String(repeating: "n", count: 256), kind: .file, permissions: 0o644, caller: caller)) {
+        XCTAssertThrowsError(
+            try v.makeNode(
+                in: d.id, name: String(repeating: "n", count: 256), kind: .file, permissions: 0o644, caller: caller)
+        ) {
             XCTAssertEqual(($0 as? FSError)?.errno, ENAMETOOLONG)
         }
         let x = try v.resolve("/d/x")
@@ -208,11 +226,16 @@ final class DataPathTests: XCTestCase {
         try v.rename(from: Inode.rootID, name: "other", to: d.id, newName: "y", mode: .exchange)
         XCTAssertEqual(try v.readFile("/d/y"), [9])
         XCTAssertEqual(try v.readFile("/other"), [1, 2, 3])
-        XCTAssertThrowsError(try v.rename(from: Inode.rootID, name: "d", to: d.id, newName: "inside")) { XCTAssertEqual(($0 as? FSError)?.errno, EINVAL) }
-        try v.makeNode(in: Inode.rootID, name: "link", kind: .symlink, permissions: 0o777, caller: caller, symlinkTarget: Array("d/y".utf8))
+        XCTAssertThrowsError(try v.rename(from: Inode.rootID, name: "d", to: d.id, newName: "inside")) {
+            XCTAssertEqual(($0 as? FSError)?.errno, EINVAL)
+        }
+        try v.makeNode(
+            in: Inode.rootID, name: "link", kind: .symlink, permissions: 0o777, caller: caller,
+            symlinkTarget: Array("d/y".utf8))
         XCTAssertEqual(try v.readLink(try v.resolve("/link").id), Array("d/y".utf8))
         try v.setExtendedAttribute(x.id, name: "user.tag", value: [1, 2], create: true, replace: false)
-        XCTAssertThrowsError(try v.setExtendedAttribute(x.id, name: "trusted.x", value: [1], create: false, replace: false))
+        XCTAssertThrowsError(
+            try v.setExtendedAttribute(x.id, name: "trusted.x", value: [1], create: false, replace: false))
         try v.close()
         let again = try tv.open()
         XCTAssertEqual(try again.extendedAttribute(x.id, name: "user.tag"), [1, 2])
@@ -226,13 +249,15 @@ final class DataPathTests: XCTestCase {
         let v = try tv.open()
         try v.writeFile("/a.jpg", [1])
         try v.writeFile("/b.jpg", [2])
-        let a = try v.resolve("/a.jpg"), b = try v.resolve("/b.jpg")
+        let a = try v.resolve("/a.jpg")
+        let b = try v.resolve("/b.jpg")
         try v.setThumbnail(a.id, image: [7, 7, 7])
         XCTAssertEqual(try v.thumbnail(a.id), [7, 7, 7])
         XCTAssertNil(try v.thumbnail(b.id))
         // A thumbnail moved to another file does not authenticate there.
         try v.layout.prepareParent(of: v.layout.thumbnailFile(b.blobID))
-        try FileSystem.replaceFile(v.layout.thumbnailPath(b.blobID), with: try FileSystem.readFile(v.layout.thumbnailPath(a.blobID)))
+        try FileSystem.replaceFile(
+            v.layout.thumbnailPath(b.blobID), with: try FileSystem.readFile(v.layout.thumbnailPath(a.blobID)))
         XCTAssertThrowsError(try v.thumbnail(b.id))
         try v.close()
     }
@@ -243,7 +268,8 @@ final class DataPathTests: XCTestCase {
     func testSharedLockReadsBesideAWriterSeeWholeChunks() throws {
         let tv = try TestVault()
         let v = try tv.open()
-        let chunk = 4096, chunks = 256
+        let chunk = 4096
+        let chunks = 256
         let (parent, name) = try v.resolveParent("/shared.bin")
         let h = try v.create(in: parent, name: name, permissions: 0o600, caller: .current)
         let first = [UInt8](repeating: 1, count: chunks * chunk)
@@ -264,7 +290,9 @@ final class DataPathTests: XCTestCase {
                             let piece = buffer[c * chunk..<(c + 1) * chunk]
                             let value = piece.first!
                             if value == 0 || piece.contains(where: { $0 != value }) {
-                                failures.withLock { $0.append("reader \(r): chunk \(offset / chunk + c) mixed or empty") }
+                                failures.withLock {
+                                    $0.append("reader \(r): chunk \(offset / chunk + c) mixed or empty")
+                                }
                                 return
                             }
                         }
@@ -275,7 +303,7 @@ final class DataPathTests: XCTestCase {
                 }
             }
         }
-        readers.forEach { $0.start() }
+        for reader in readers { reader.start() }
         for version in 2...60 {
             let k = Int.random(in: 0..<chunks - 8)
             let data = [UInt8](repeating: UInt8(version), count: 8 * chunk)
@@ -295,7 +323,9 @@ final class DataPathTests: XCTestCase {
     func testConcurrentLargeWritesSealedAheadMatchAModel() throws {
         let tv = try TestVault()
         var v = try tv.open()
-        let chunk = 4096, slot = 64 * chunk, slots = 12
+        let chunk = 4096
+        let slot = 64 * chunk
+        let slots = 12
         let (parent, name) = try v.resolveParent("/parallel.bin")
         let h = try v.create(in: parent, name: name, permissions: 0o600, caller: .current)
         // Each slot gets one write: whole, or starting and ending inside a chunk (partial chunks
@@ -314,13 +344,15 @@ final class DataPathTests: XCTestCase {
         let writers = (0..<2).map { w in
             Thread {
                 for p in order.enumerated() where p.offset % 2 == w {
-                    do { _ = try p.element.data.withUnsafeBytes { try vault.write(h, at: p.element.offset, from: $0) } } catch {
+                    do {
+                        _ = try p.element.data.withUnsafeBytes { try vault.write(h, at: p.element.offset, from: $0) }
+                    } catch {
                         failures.withLock { $0.append("writer \(w): \(error)") }
                     }
                 }
             }
         }
-        writers.forEach { $0.start() }
+        for writer in writers { writer.start() }
         while writers.contains(where: { !$0.isFinished }) { usleep(1000) }
         XCTAssertEqual(failures.withLock { $0 }, [])
         XCTAssertEqual(Int(try v.attributes(h.id).size), expectedSize)

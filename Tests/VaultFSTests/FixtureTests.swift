@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -14,18 +15,24 @@ final class FixtureTests: XCTestCase {
         let fixtures = try XCTUnwrap(Bundle.module.url(forResource: "Fixtures", withExtension: nil)).path
         let keychainDir = "/tmp/vaultaire-fixture-keychain-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: keychainDir) }
-        try FileManager.default.createDirectory(atPath: keychainDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: keychainDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let salt = try Data(contentsOf: URL(fileURLWithPath: fixtures + "/vault-v1.device-salt"))
-        _ = FileManager.default.createFile(atPath: keychainDir + "/device-salt", contents: salt, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: keychainDir + "/device-salt", contents: salt, attributes: [.posixPermissions: 0o600])
         let keychain = Keychain(backend: FileKeychain(directory: keychainDir))
         let path = fixtures + "/vault-v1"
-        let master = try VaultAccess.unwrapMasterKey(at: path, credential: .passphrase(SecureBytes(copying: Array("fixture passphrase v1".utf8))), keychain: keychain)
+        let master = try VaultAccess.unwrapMasterKey(
+            at: path, credential: .passphrase(SecureBytes(copying: Array("fixture passphrase v1".utf8))),
+            keychain: keychain)
         let vault = try VaultAccess.open(at: path, master: master, keychain: nil, readOnly: true)
-        XCTAssertEqual(String(decoding: try vault.readFile("/docs/hello.txt"), as: UTF8.self), "Hello from format version 1.\n")
+        XCTAssertEqual(
+            String(decoding: try vault.readFile("/docs/hello.txt"), as: UTF8.self), "Hello from format version 1.\n")
         XCTAssertEqual(try vault.readFile("/forty-thousand-v.txt"), [UInt8](repeating: UInt8(ascii: "v"), count: 40000))
         XCTAssertTrue(vault.verify().isIntact)
         let phrase = try String(contentsOfFile: fixtures + "/vault-v1.recovery-phrase", encoding: .utf8)
-        XCTAssertEqual(try VaultAccess.recoverMasterKey(at: path, phrase: phrase, wordlist: try Wordlist.load()), master)
+        XCTAssertEqual(
+            try VaultAccess.recoverMasterKey(at: path, phrase: phrase, wordlist: try Wordlist.load()), master)
         try vault.close()  // wipes the key schedule, which shares `master`
         XCTAssertTrue(master.constantTimeEquals([UInt8](repeating: 0, count: 32)))
     }
@@ -36,18 +43,32 @@ final class FormatVectorTests: XCTestCase {
     func testDocumentedVectors() throws {
         let master = SecureBytes(copying: Array(0..<32) as [UInt8])
         let keys = try KeySchedule(master: master)
-        XCTAssertTrue(keys.index.constantTimeEquals([UInt8](hex: "b492a5158211004d5cba5acdef3c8a7ad31c2583959af1fc809696dd03e4df89")!))
-        XCTAssertTrue(keys.fileHeader.constantTimeEquals([UInt8](hex: "6057fefbf1bebbd6acbd0dffcc1d0396c53240b98c1cd584cf08abfdc2f9dd2d")!))
-        XCTAssertTrue(keys.thumbnail.constantTimeEquals([UInt8](hex: "4c47aa4ceaa21be382d5c1267fd136b998987da54d15fc24be431fbd25a7e6ac")!))
+        XCTAssertTrue(
+            keys.index.constantTimeEquals(
+                [UInt8](hex: "b492a5158211004d5cba5acdef3c8a7ad31c2583959af1fc809696dd03e4df89")!))
+        XCTAssertTrue(
+            keys.fileHeader.constantTimeEquals(
+                [UInt8](hex: "6057fefbf1bebbd6acbd0dffcc1d0396c53240b98c1cd584cf08abfdc2f9dd2d")!))
+        XCTAssertTrue(
+            keys.thumbnail.constantTimeEquals(
+                [UInt8](hex: "4c47aa4ceaa21be382d5c1267fd136b998987da54d15fc24be431fbd25a7e6ac")!))
         let salt = SecureBytes(copying: [UInt8](repeating: 0x11, count: 32))
-        let vaultKey = try VaultHeader.vaultKey(credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), deviceSalt: salt, iterations: 1000)
-        XCTAssertTrue(vaultKey.constantTimeEquals([UInt8](hex: "814bc97a41ba6d176e0e9afbb6a11e88611999ecb10c689bc09704fbf7750749")!))
+        let vaultKey = try VaultHeader.vaultKey(
+            credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), deviceSalt: salt,
+            iterations: 1000)
+        XCTAssertTrue(
+            vaultKey.constantTimeEquals(
+                [UInt8](hex: "814bc97a41ba6d176e0e9afbb6a11e88611999ecb10c689bc09704fbf7750749")!))
         XCTAssertEqual(try VaultHeader.saltID(of: salt).hex, "a0d3f290a70a2fe7")
-        let patternKey = try VaultHeader.vaultKey(credential: .pattern(try Pattern(text: "a1-b2-c3-d4")), deviceSalt: salt, iterations: 1000)
-        XCTAssertTrue(patternKey.constantTimeEquals([UInt8](hex: "63d4cf87f435b9ca6fdf295599daa70c8ad78ec7abe335dd3395f4f5cf747401")!))
-        let sealed = try AESGCM.seal([UInt8](repeating: 0x41, count: 4096), using: SecureBytes(copying: [UInt8](repeating: 0x22, count: 32)),
-                                     nonce: [UInt8](repeating: 0x33, count: 12),
-                                     authenticating: [UInt8](hex: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb010000000000000001")!)
+        let patternKey = try VaultHeader.vaultKey(
+            credential: .pattern(try Pattern(text: "a1-b2-c3-d4")), deviceSalt: salt, iterations: 1000)
+        XCTAssertTrue(
+            patternKey.constantTimeEquals(
+                [UInt8](hex: "63d4cf87f435b9ca6fdf295599daa70c8ad78ec7abe335dd3395f4f5cf747401")!))
+        let sealed = try AESGCM.seal(
+            [UInt8](repeating: 0x41, count: 4096), using: SecureBytes(copying: [UInt8](repeating: 0x22, count: 32)),
+            nonce: [UInt8](repeating: 0x33, count: 12),
+            authenticating: [UInt8](hex: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb010000000000000001")!)
         XCTAssertEqual(Array(sealed.prefix(16)).hex, "378287ab346d372949acda3154904cd3")
         XCTAssertEqual(Array(sealed.suffix(16)).hex, "1823c50879a8ae88753046aa363fdc85")
     }

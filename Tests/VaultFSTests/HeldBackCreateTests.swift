@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -25,7 +26,8 @@ final class HeldBackCreateTests: XCTestCase {
         let data = randomBytes(3000)
         _ = try data.withUnsafeBytes { try v.write(h, at: 0, from: $0) }
         try v.flush(h)
-        XCTAssertEqual(try blobSize(v, h.id), FileBlob.headerSize + 4096 + FileBlob.chunkOverhead, "header and chunk together")
+        XCTAssertEqual(
+            try blobSize(v, h.id), FileBlob.headerSize + 4096 + FileBlob.chunkOverhead, "header and chunk together")
         XCTAssertEqual(v.generation, before + 1, "create and close in one record")
         v.release(h)
         v.wipeAndRelease()  // a crash after close(2): what was closed is there

@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -26,8 +27,9 @@ final class TestVault {
         options.recoveryIterations = 1000
         options.chunkSizeLog2 = chunkSizeLog2
         let initial = Credential.passphrase(SecureBytes(copying: Array(passphrase.utf8)))
-        (phrase, master) = try VaultAccess.create(at: root + "/vault", credential: initial, pattern: nil, keychain: keychain,
-                                                  options: options, wordlist: try Wordlist.load())
+        (phrase, master) = try VaultAccess.create(
+            at: root + "/vault", credential: initial, pattern: nil, keychain: keychain,
+            options: options, wordlist: try Wordlist.load())
     }
 
     func credential(_ text: String? = nil) -> Credential {

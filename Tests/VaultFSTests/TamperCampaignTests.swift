@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -34,12 +35,15 @@ final class TamperCampaignTests: XCTestCase {
 
         var counts: [Outcome: Int] = [:]
         var tried = 0
-        func run(_ name: String, _ change: () throws -> Void, documentedIfUndetected: Bool = false, fullUnlock: Bool = false) throws {
+        func run(
+            _ name: String, _ change: () throws -> Void, documentedIfUndetected: Bool = false, fullUnlock: Bool = false
+        ) throws {
             try restore(current, layout)
             try change()
             var outcome = Outcome.detected
             do {
-                let key = fullUnlock
+                let key =
+                    fullUnlock
                     ? try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)
                     : SecureBytes(copying: masterBytes)
                 let vault = try VaultAccess.open(at: tv.path, master: key, keychain: tv.keychain, readOnly: true)
@@ -49,7 +53,11 @@ final class TamperCampaignTests: XCTestCase {
                 for (path, data) in expected {
                     if let got = try? vault.readFile(path), got != data { wrong = true }
                 }
-                if wrong { outcome = .wrongPlaintext } else if !intact { outcome = .detected } else {
+                if wrong {
+                    outcome = .wrongPlaintext
+                } else if !intact {
+                    outcome = .detected
+                } else {
                     outcome = documentedIfUndetected ? .documented : .undetected
                 }
             } catch {
@@ -63,44 +71,66 @@ final class TamperCampaignTests: XCTestCase {
         var rng = SystemRandomNumberGenerator()
         for (path, bytes) in current.sorted(by: { $0.key < $1.key }) {
             let isHeader = path == VaultHeader.fileName
-            let bits = bytes.count * 8 <= 4096 ? Array(0..<bytes.count * 8) : (0..<600).map { _ in Int.random(in: 0..<bytes.count * 8, using: &rng) }
+            let bits =
+                bytes.count * 8 <= 4096
+                ? Array(0..<bytes.count * 8) : (0..<600).map { _ in Int.random(in: 0..<bytes.count * 8, using: &rng) }
             // Upper bytes of the header's iteration counts only make the KDF slower before the AAD check
             // fails (HeaderTests shows the binding with the low bytes); they are left out to stay fast.
             let slow: Set<Int> = isHeader ? [28, 29, 30, 100, 101, 102, 196, 197, 198] : []
             for bit in bits where !slow.contains(bit / 8) {
                 // Documented: the recovery and backup envelopes (bytes 99 and on) are checked only when
                 // they are used (recover, backup restore).
-                try run("flip \(path) bit \(bit)", {
-                    var b = bytes; b[bit / 8] ^= 1 << (bit % 8)
-                    try FileSystem.replaceFile(layout.root + "/" + path, with: b)
-                }, documentedIfUndetected: isHeader && bit / 8 >= 99, fullUnlock: isHeader)
+                try run(
+                    "flip \(path) bit \(bit)",
+                    {
+                        var b = bytes
+                        b[bit / 8] ^= 1 << (bit % 8)
+                        try FileSystem.replaceFile(layout.root + "/" + path, with: b)
+                    }, documentedIfUndetected: isHeader && bit / 8 >= 99, fullUnlock: isHeader)
             }
             try run("delete \(path)", { try FileSystem.remove(layout.root + "/" + path) })
-            try run("truncate \(path) by one byte", { try FileSystem.replaceFile(layout.root + "/" + path, with: Array(bytes.dropLast())) })
-            try run("truncate \(path) to half", { try FileSystem.replaceFile(layout.root + "/" + path, with: Array(bytes.prefix(bytes.count / 2))) })
-            try run("extend \(path)", { try FileSystem.replaceFile(layout.root + "/" + path, with: bytes + bytes.suffix(64)) })
+            try run(
+                "truncate \(path) by one byte",
+                { try FileSystem.replaceFile(layout.root + "/" + path, with: Array(bytes.dropLast())) })
+            try run(
+                "truncate \(path) to half",
+                { try FileSystem.replaceFile(layout.root + "/" + path, with: Array(bytes.prefix(bytes.count / 2))) })
+            try run(
+                "extend \(path)",
+                { try FileSystem.replaceFile(layout.root + "/" + path, with: bytes + bytes.suffix(64)) })
         }
         let blobs = current.keys.filter { $0.hasPrefix("blobs/") }.sorted()
         for a in blobs {
             for b in blobs where a < b {
-                try run("duplicate \(b) over \(a)", { try FileSystem.replaceFile(layout.root + "/" + a, with: current[b]!) })
-                try run("swap \(a) and \(b)", {
-                    try FileSystem.replaceFile(layout.root + "/" + a, with: current[b]!)
-                    try FileSystem.replaceFile(layout.root + "/" + b, with: current[a]!)
-                })
+                try run(
+                    "duplicate \(b) over \(a)", { try FileSystem.replaceFile(layout.root + "/" + a, with: current[b]!) }
+                )
+                try run(
+                    "swap \(a) and \(b)",
+                    {
+                        try FileSystem.replaceFile(layout.root + "/" + a, with: current[b]!)
+                        try FileSystem.replaceFile(layout.root + "/" + b, with: current[a]!)
+                    })
             }
         }
         for (path, bytes) in old where current[path] != bytes {
             // An older authentic blob of the same file (same key, same positions) cannot be told apart:
             // a documented limit. Older index files are caught by the generation in the keychain.
-            try run("roll back \(path)", { try FileSystem.replaceFile(layout.root + "/" + path, with: bytes) },
-                    documentedIfUndetected: path.hasPrefix("blobs/"))
+            try run(
+                "roll back \(path)", { try FileSystem.replaceFile(layout.root + "/" + path, with: bytes) },
+                documentedIfUndetected: path.hasPrefix("blobs/"))
         }
-        try run("roll back the whole index", {
-            for p in ["index/snapshot", "index/journal"] { try FileSystem.replaceFile(layout.root + "/" + p, with: old[p]!) }
-        })
+        try run(
+            "roll back the whole index",
+            {
+                for p in ["index/snapshot", "index/journal"] {
+                    try FileSystem.replaceFile(layout.root + "/" + p, with: old[p]!)
+                }
+            })
         try restore(current, layout)
-        print("tamper campaign: \(tried) cases tried, \(counts[.detected] ?? 0) detected, \(counts[.documented] ?? 0) documented-undetectable, \(counts[.undetected] ?? 0) undetected, \(counts[.wrongPlaintext] ?? 0) wrong plaintext")
+        print(
+            "tamper campaign: \(tried) cases tried, \(counts[.detected] ?? 0) detected, \(counts[.documented] ?? 0) documented-undetectable, \(counts[.undetected] ?? 0) undetected, \(counts[.wrongPlaintext] ?? 0) wrong plaintext"
+        )
         XCTAssertEqual(counts[.wrongPlaintext] ?? 0, 0)
         XCTAssertEqual(counts[.undetected] ?? 0, 0)
     }

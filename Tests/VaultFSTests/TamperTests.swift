@@ -1,16 +1,19 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
-@testable import VaultSystem
 @testable import VaultKeychain
+@testable import VaultSystem
 
 /// Changes an attacker (or a failing disk) could make to the vault directory.
 final class TamperTests: XCTestCase {
     /// Reads every file through the engine; returns paths that failed. Any content that does come out
     /// must be exactly what was written.
-    func readAll(_ tv: TestVault, expected: [String: [UInt8]], file: StaticString = #filePath, line: UInt = #line) -> Set<String> {
+    func readAll(
+        _ tv: TestVault, expected: [String: [UInt8]], file: StaticString = #filePath, line: UInt = #line
+    ) -> Set<String> {
         var failed = Set<String>()
         guard let v = try? tv.open(readOnly: true) else { return Set(expected.keys) }
         defer { try? v.close() }
@@ -58,8 +61,10 @@ final class TamperTests: XCTestCase {
         let pa = v.layout.blobPath(try v.resolve("/a").blobID)
         let pb = v.layout.blobPath(try v.resolve("/b").blobID)
         try v.close()
-        let a = try FileSystem.readFile(pa), b = try FileSystem.readFile(pb)
-        let head = FileBlob.headerSize, slot = 4096 + FileBlob.chunkOverhead
+        let a = try FileSystem.readFile(pa)
+        let b = try FileSystem.readFile(pb)
+        let head = FileBlob.headerSize
+        let slot = 4096 + FileBlob.chunkOverhead
         func chunk(_ bytes: [UInt8], _ i: Int) -> [UInt8] { Array(bytes[head + i * slot..<head + (i + 1) * slot]) }
         let cases: [(String, [UInt8], [UInt8])] = [
             ("reorder chunks 0 and 1", Array(a[0..<head]) + chunk(a, 1) + chunk(a, 0) + chunk(a, 2), b),
@@ -135,13 +140,17 @@ final class KeyManagementTests: XCTestCase {
         try v.close()
         let before = try snapshotOfBlobs(tv)
         let master = try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)
-        try VaultAccess.changeCredential(at: tv.path, master: master, newCredential: tv.credential("a new passphrase"),
-                                         pattern: nil, keychain: tv.keychain)
+        try VaultAccess.changeCredential(
+            at: tv.path, master: master, newCredential: tv.credential("a new passphrase"),
+            pattern: nil, keychain: tv.keychain)
         XCTAssertEqual(try snapshotOfBlobs(tv), before, "no blob or index file may change")
-        XCTAssertThrowsError(try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)) {
+        XCTAssertThrowsError(
+            try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)
+        ) {
             XCTAssertEqual($0 as? FormatError, .wrongCredential)
         }
-        let key = try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential("a new passphrase"), keychain: tv.keychain)
+        let key = try VaultAccess.unwrapMasterKey(
+            at: tv.path, credential: tv.credential("a new passphrase"), keychain: tv.keychain)
         let reopened = try VaultAccess.open(at: tv.path, master: key, keychain: tv.keychain, readOnly: true)
         XCTAssertEqual(try reopened.readFile("/doc.txt"), Array("keep me".utf8))
         try reopened.close()
@@ -155,17 +164,23 @@ final class KeyManagementTests: XCTestCase {
         // Another machine: a keychain that has never seen this vault (another device salt).
         let elsewhere = Keychain(backend: FileKeychain(directory: tv.root + "/other-keychain"))
         _ = try elsewhere.deviceSalt(create: true)
-        XCTAssertThrowsError(try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: elsewhere)) {
+        XCTAssertThrowsError(
+            try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: elsewhere)
+        ) {
             XCTAssertEqual($0 as? FormatError, .deviceMismatch)
         }
         let master = try VaultAccess.recoverMasterKey(at: tv.path, phrase: tv.phrase, wordlist: try Wordlist.load())
-        try VaultAccess.changeCredential(at: tv.path, master: master, newCredential: tv.credential("set on the new machine"),
-                                         pattern: nil, keychain: elsewhere)
-        let key = try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential("set on the new machine"), keychain: elsewhere)
+        try VaultAccess.changeCredential(
+            at: tv.path, master: master, newCredential: tv.credential("set on the new machine"),
+            pattern: nil, keychain: elsewhere)
+        let key = try VaultAccess.unwrapMasterKey(
+            at: tv.path, credential: tv.credential("set on the new machine"), keychain: elsewhere)
         let opened = try VaultAccess.open(at: tv.path, master: key, keychain: elsewhere, readOnly: true)
         XCTAssertEqual(try opened.readFile("/doc.txt"), Array("recover me".utf8))
         try opened.close()
-        XCTAssertThrowsError(try VaultAccess.recoverMasterKey(at: tv.path, phrase: "abandon " + tv.phrase, wordlist: try Wordlist.load()))
+        XCTAssertThrowsError(
+            try VaultAccess.recoverMasterKey(at: tv.path, phrase: "abandon " + tv.phrase, wordlist: try Wordlist.load())
+        )
     }
 
     func testMasterKeyIsGoneFromTheKeyScheduleAfterClose() throws {
@@ -213,10 +228,13 @@ final class StaleStateTests: XCTestCase {
         let h = try v.create(in: Inode.rootID, name: "f", permissions: 0o644, caller: .current)
         try data.withUnsafeBytes { d in
             _ = try v.write(h, at: 0, from: UnsafeRawBufferPointer(rebasing: d[0..<3 * 4096]))
-            _ = try v.write(h, at: 3 * 4096, from: UnsafeRawBufferPointer(rebasing: d[3 * 4096..<3 * 4096 + 100]))  // cached
-            _ = try v.write(h, at: 4 * 4096, from: UnsafeRawBufferPointer(rebasing: d[4 * 4096..<6 * 4096]))  // past the hole
+            // Cached:
+            _ = try v.write(h, at: 3 * 4096, from: UnsafeRawBufferPointer(rebasing: d[3 * 4096..<3 * 4096 + 100]))
+            // Past the hole:
+            _ = try v.write(h, at: 4 * 4096, from: UnsafeRawBufferPointer(rebasing: d[4 * 4096..<6 * 4096]))
         }
-        try v.rename(from: Inode.rootID, name: "f", to: Inode.rootID, newName: "g")  // journals the record with its in-memory size
+        // Journals the record with its in-memory size:
+        try v.rename(from: Inode.rootID, name: "f", to: Inode.rootID, newName: "g")
         v.wipeAndRelease()  // the crash: nothing written back, nothing closed
 
         let again = try tv.open()

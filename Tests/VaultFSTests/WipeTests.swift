@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFS
 @testable import VaultFormat
@@ -28,8 +29,9 @@ final class WipeTests: XCTestCase {
         var options = VaultAccess.CreateOptions()
         options.iterations = 1000
         options.recoveryIterations = 1000
-        let (phrase, created) = try VaultAccess.create(at: root + "/vault", credential: credential, pattern: nil, keychain: keychain,
-                                                       options: options, wordlist: try Wordlist.load())
+        let (phrase, created) = try VaultAccess.create(
+            at: root + "/vault", credential: credential, pattern: nil, keychain: keychain,
+            options: options, wordlist: try Wordlist.load())
         created.wipe()
         return phrase
     }
@@ -44,7 +46,8 @@ final class WipeTests: XCTestCase {
         var secrets: [MemoryScan.Masked] = []
         var closedFileKey: MemoryScan.Masked!
         do {
-            let master = try VaultAccess.unwrapMasterKey(at: root + "/vault", credential: credential, keychain: keychain)
+            let master = try VaultAccess.unwrapMasterKey(
+                at: root + "/vault", credential: credential, keychain: keychain)
             let vault = try VaultAccess.open(at: root + "/vault", master: master, keychain: keychain, readOnly: false)
             // A file written and closed: its header was sealed (with its content key) at create and
             // at the first write of the session.
@@ -62,7 +65,8 @@ final class WipeTests: XCTestCase {
             secrets = vault.maskedKeysForScan()
             XCTAssertEqual(secrets.count, 5, "four vault keys and the held file's content key")
             // Once another file's chunk has been sealed, the closed file's key is gone from memory.
-            XCTAssertEqual(try count([closedFileKey])[closedFileKey.label], 0, "a closed file's content key survived its close")
+            XCTAssertEqual(
+                try count([closedFileKey])[closedFileKey.label], 0, "a closed file's content key survived its close")
             // Positive control: while unlocked the scanner does find each key.
             for (label, n) in try count(secrets) { XCTAssertGreaterThan(n, 0, "\(label) not found while unlocked") }
             try vault.close()
@@ -91,10 +95,13 @@ final class WipeTests: XCTestCase {
             // rename reseals it again.
             let h = try again.open(node.id, write: true)
             let key = h.file.blob.maskedContentKey(label: "content key")
-            if round > 0 { try again.rename(from: Inode.rootID, name: "f\(round - 1)", to: Inode.rootID, newName: "f\(round)") } else {
+            if round > 0 {
+                try again.rename(from: Inode.rootID, name: "f\(round - 1)", to: Inode.rootID, newName: "f\(round)")
+            } else {
                 try again.rename(from: Inode.rootID, name: "f", to: Inode.rootID, newName: "f0")
             }
-            XCTAssertEqual(try count([key])["content key"], 1, "round \(round): a copy of the content key besides its own storage")
+            XCTAssertEqual(
+                try count([key])["content key"], 1, "round \(round): a copy of the content key besides its own storage")
             again.release(h)
         }
         try again.close()
@@ -113,7 +120,8 @@ final class WipeTests: XCTestCase {
             }
         }
         let entropy = MemoryScan.Masked(label: "recovery entropy", maskedBytes: masked)
-        XCTAssertEqual(try count([entropy])["recovery entropy"], 0, "the recovery entropy is still in memory after create")
+        XCTAssertEqual(
+            try count([entropy])["recovery entropy"], 0, "the recovery entropy is still in memory after create")
         // Positive control: validating the phrase again puts the entropy in a buffer that is wiped on
         // return — the scan must find nothing then too, but would find this unwiped copy.
         var copy = masked.map { $0 ^ MemoryScan.mask }

@@ -1,13 +1,17 @@
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFormat
 
 final class HeaderTests: XCTestCase {
     override func setUp() { setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1) }
 
-    func makeHeader(_ passphrase: String = "correct horse battery") throws -> (VaultHeader, SecureBytes, SecureBytes, SecureBytes) {
+    func makeHeader(
+        _ passphrase: String = "correct horse battery"
+    ) throws -> (VaultHeader, SecureBytes, SecureBytes, SecureBytes) {
         let salt = try SecureBytes(randomCount: 32)
-        let phrase = try RecoveryPhrase.validate(try RecoveryPhrase.generate(words: try Wordlist.load()), words: try Wordlist.load())
+        let phrase = try RecoveryPhrase.validate(
+            try RecoveryPhrase.generate(words: try Wordlist.load()), words: try Wordlist.load())
         let (header, master) = try VaultHeader.create(
             credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil, deviceSalt: salt,
             iterations: 1000, recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 15)
@@ -26,7 +30,9 @@ final class HeaderTests: XCTestCase {
 
     func testWrongCredentialAndWrongDeviceAreToldApart() throws {
         let (header, _, salt, _) = try makeHeader()
-        XCTAssertThrowsError(try header.unlock(credential: .passphrase(SecureBytes(copying: Array("wrong one!".utf8))), deviceSalt: salt)) {
+        XCTAssertThrowsError(
+            try header.unlock(credential: .passphrase(SecureBytes(copying: Array("wrong one!".utf8))), deviceSalt: salt)
+        ) {
             XCTAssertEqual($0 as? FormatError, .wrongCredential)
         }
         let credential = Credential.passphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
@@ -44,7 +50,9 @@ final class HeaderTests: XCTestCase {
         XCTAssertEqual(header.vaultID, before.vaultID)
         XCTAssertEqual(try header.unlock(credential: new, deviceSalt: salt), master)
         XCTAssertEqual(try header.unlock(recoveryPhrase: phrase), master)
-        XCTAssertThrowsError(try header.unlock(credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), deviceSalt: salt))
+        XCTAssertThrowsError(
+            try header.unlock(
+                credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), deviceSalt: salt))
     }
 
     func testEveryBitFlipOfTheHeaderIsDetected() throws {
@@ -56,11 +64,14 @@ final class HeaderTests: XCTestCase {
         // slower before the AAD check fails; the low byte stands for them to keep this test fast.
         let slowBytes: Set<Int> = [28, 29, 30, 100, 101, 102, 196, 197, 198]
         for bit in 0..<(bytes.count * 8) where !slowBytes.contains(bit / 8) {
-            var b = bytes; b[bit / 8] ^= 1 << (bit % 8)
+            var b = bytes
+            b[bit / 8] ^= 1 << (bit % 8)
             guard let h = try? VaultHeader(decoding: b) else { continue }
             // Detected when any envelope no longer opens; an envelope that opens must give the true key.
-            let keys = [try? h.unlock(credential: credential, deviceSalt: salt), try? h.unlock(recoveryPhrase: phrase),
-                        try? h.unlockWithBackupKey(credential: credential)]
+            let keys = [
+                try? h.unlock(credential: credential, deviceSalt: salt), try? h.unlock(recoveryPhrase: phrase),
+                try? h.unlockWithBackupKey(credential: credential),
+            ]
             for k in keys.compactMap({ $0 }) { XCTAssertEqual(k, master) }
             if keys.allSatisfy({ $0 != nil }) { undetected.append(bit) }
         }
@@ -75,18 +86,22 @@ final class HeaderTests: XCTestCase {
         var pattern = header.encoded()
         pattern[24] = Credential.Kind.pattern.rawValue
         for (rows, columns) in [(4, 0xFF), (0xFF, 4), (0, 0), (1, 4), (4, 10)] as [(UInt8, UInt8)] {
-            var b = pattern; b[25] = rows; b[26] = columns
+            var b = pattern
+            b[25] = rows
+            b[26] = columns
             XCTAssertThrowsError(try VaultHeader(decoding: b), "\(rows)×\(columns)") {
                 guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
             }
         }
-        var passphrase = header.encoded(); passphrase[26] = 4
+        var passphrase = header.encoded()
+        passphrase[26] = 4
         XCTAssertThrowsError(try VaultHeader(decoding: passphrase)) {
             guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
         }
         for offset in [27, 99, 195] {  // the three iteration counts, set to 0 and to 2^32 - 1
             for value: [UInt8] in [[0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF]] {
-                var b = header.encoded(); b.replaceSubrange(offset..<offset + 4, with: value)
+                var b = header.encoded()
+                b.replaceSubrange(offset..<offset + 4, with: value)
                 XCTAssertThrowsError(try VaultHeader(decoding: b), "iterations at \(offset)")
             }
         }
@@ -150,12 +165,19 @@ final class RecoveryPhraseTests: XCTestCase {
     func testChecksumAndWordErrors() throws {
         let list = try Wordlist.load()
         // BIP-39's all-zero-entropy phrase: 23 × "abandon" + "art" is valid; "abandon" × 24 is not.
-        XCTAssertNoThrow(try RecoveryPhrase.validate(Array(repeating: "abandon", count: 23).joined(separator: " ") + " art", words: list))
-        XCTAssertThrowsError(try RecoveryPhrase.validate(Array(repeating: "abandon", count: 24).joined(separator: " "), words: list)) {
+        XCTAssertNoThrow(
+            try RecoveryPhrase.validate(
+                Array(repeating: "abandon", count: 23).joined(separator: " ") + " art", words: list))
+        XCTAssertThrowsError(
+            try RecoveryPhrase.validate(Array(repeating: "abandon", count: 24).joined(separator: " "), words: list)
+        ) {
             XCTAssertEqual($0 as? RecoveryPhraseError, .badChecksum)
         }
         XCTAssertThrowsError(try RecoveryPhrase.validate("abandon zzzz", words: list))
-        XCTAssertThrowsError(try RecoveryPhrase.validate(Array(repeating: "abandon", count: 22).joined(separator: " ") + " qqq art", words: list)) {
+        XCTAssertThrowsError(
+            try RecoveryPhrase.validate(
+                Array(repeating: "abandon", count: 22).joined(separator: " ") + " qqq art", words: list)
+        ) {
             XCTAssertEqual($0 as? RecoveryPhraseError, .unknownWord(position: 23))
         }
     }

@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultCrypto
 @testable import VaultFormat
 @testable import VaultSystem
@@ -37,7 +38,8 @@ final class IndexStoreTests: XCTestCase {
             try store.append(c)
             for x in c { try expected.apply(x) }
         }
-        let (loaded, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
+        let (loaded, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(
+            forWriting: false)
         XCTAssertEqual(loaded, expected)
         XCTAssertEqual(report.records, 50)
         try store.compact(expected)
@@ -56,7 +58,8 @@ final class IndexStoreTests: XCTestCase {
         _ = try store.load(forWriting: true)
         let changes = sampleChanges(3)
         func onDisk() throws -> (IndexState, Int) {
-            let (state, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
+            let (state, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(
+                forWriting: false)
             return (state, report.records)
         }
 
@@ -87,18 +90,22 @@ final class IndexStoreTests: XCTestCase {
 
         // A write cut short by a crash: the last record is incomplete.
         try FileSystem.replaceFile(dir + "/journal", with: Array(journal.dropLast(5)))
-        let (_, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: true)
+        let (_, report) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(
+            forWriting: true)
         XCTAssertEqual(report.records, 2)
         XCTAssertEqual(report.notices.count, 1)
 
         // Every bit flip of the journal: an error, or (only for a length field grown past the end) a
         // notice that the record was dropped — never a silently different index.
-        var damaged = 0, dropped = 0
+        var damaged = 0
+        var dropped = 0
         for bit in 0..<(journal.count * 8) {
-            var j = journal; j[bit / 8] ^= 1 << (bit % 8)
+            var j = journal
+            j[bit / 8] ^= 1 << (bit % 8)
             try FileSystem.replaceFile(dir + "/journal", with: j)
             do {
-                let (_, r) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false)
+                let (_, r) = try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(
+                    forWriting: false)
                 XCTAssertFalse(r.notices.isEmpty, "bit \(bit) went unnoticed")
                 dropped += 1
             } catch {
@@ -110,9 +117,12 @@ final class IndexStoreTests: XCTestCase {
 
         try FileSystem.replaceFile(dir + "/journal", with: journal)
         for bit in 0..<(snapshot.count * 8) {
-            var s = snapshot; s[bit / 8] ^= 1 << (bit % 8)
+            var s = snapshot
+            s[bit / 8] ^= 1 << (bit % 8)
             try FileSystem.replaceFile(dir + "/snapshot", with: s)
-            XCTAssertThrowsError(try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false), "snapshot bit \(bit)")
+            XCTAssertThrowsError(
+                try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false),
+                "snapshot bit \(bit)")
         }
     }
 
@@ -130,7 +140,8 @@ final class IndexStoreTests: XCTestCase {
         let r = (0..<3).map { Array(j[offsets[$0]..<offsets[$0 + 1]]) }
         for variant in [head + r[0] + r[2], head + r[1] + r[0] + r[2], head + r[0] + r[0] + r[1]] {
             try FileSystem.replaceFile(dir + "/journal", with: variant)
-            XCTAssertThrowsError(try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false))
+            XCTAssertThrowsError(
+                try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false))
         }
     }
 }
@@ -139,13 +150,31 @@ final class IndexStoreTests: XCTestCase {
 final class FuzzRegressionTests: XCTestCase {
     func testJournalRecordWithTheLargestInodeNumber() {
         // FuzzJournal: a putInode with id 2^64 − 1 overflowed the next-ID computation.
-        let record: [UInt8] = [1, 255, 255, 255, 255, 255, 255, 255, 255, 1, 2, 1, 0, 42, 64, 2, 83, 116, 114, 0, 0, 26, 41, 0, 2, 0, 16, 0, 0, 8, 0, 0, 0, 223, 2, 2, 255, 0, 0, 0, 0, 0, 255, 2, 0, 16, 0, 0, 8, 0, 2, 0, 0, 0, 1, 0, 255, 255, 255, 255, 255, 255, 255, 255, 41, 0, 83, 116, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 199, 199, 199, 199, 199, 199, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 114, 0, 208]
+        let record: [UInt8] = [
+            1, 255, 255, 255, 255, 255, 255, 255, 255, 1, 2, 1, 0, 42, 64, 2, 83, 116, 114, 0, 0, 26, 41, 0, 2, 0, 16,
+            0, 0, 8, 0, 0, 0, 223, 2, 2, 255, 0, 0, 0, 0, 0, 255, 2, 0, 16, 0, 0, 8, 0, 2, 0, 0, 0, 1, 0, 255, 255, 255,
+            255, 255, 255, 255, 255, 41, 0, 83, 116, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 199, 199, 199, 199, 199,
+            199, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 114, 0, 208,
+        ]
         XCTAssertThrowsError(try IndexCodec.decodeAndApplyRecord(record))
     }
 
     func testHeaderWithANonZeroReservedByte() {
         // FuzzVaultHeader: a header whose reserved byte was not zero decoded, then re-encoded differently.
-        let header: [UInt8] = [86, 76, 84, 86, 1, 0, 0, 0, 0, 193, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 12, 197, 1, 0, 0, 0, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 86, 76, 84, 86, 1, 0, 0, 0, 0, 193, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 0, 0, 0, 1, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 0, 0, 0, 1, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 0, 0, 0, 1, 0]
+        let header: [UInt8] = [
+            86, 76, 84, 86, 1, 0, 0, 0, 0, 193, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 12, 197, 1,
+            0, 0, 0, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 86, 76, 84, 86, 1, 0, 0, 0, 0, 193, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 0, 0, 0, 1, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 0, 0, 0, 1, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 197,
+            197, 197, 197, 197, 197, 197, 197, 197, 197, 197, 0, 0, 0, 1, 0,
+        ]
         if let decoded = try? VaultHeader(decoding: header) { XCTAssertEqual(decoded.encoded(), header) }
     }
 }

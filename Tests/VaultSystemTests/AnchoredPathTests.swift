@@ -1,5 +1,6 @@
 import Glibc
 import XCTest
+
 @testable import VaultSystem
 
 /// Files beneath a directory descriptor are reached through no symbolic link, must be regular files,
@@ -19,15 +20,20 @@ final class AnchoredPathTests: XCTestCase {
 
     override func tearDown() { _ = system("rm -rf '\(root)'") }
 
-    func assertUnsafe(_ body: @autoclosure () throws -> Any, naming path: String, file: StaticString = #filePath, line: UInt = #line) {
+    func assertUnsafe(
+        _ body: @autoclosure () throws -> Any, naming path: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try body(), file: file, line: line) {
-            guard let e = $0 as? UnsafeFileError else { return XCTFail("expected UnsafeFileError, got \($0)", file: file, line: line) }
+            guard let e = $0 as? UnsafeFileError else {
+                return XCTFail("expected UnsafeFileError, got \($0)", file: file, line: line)
+            }
             XCTAssertEqual(e.path, path, file: file, line: line)
         }
     }
 
     func victimIsIntact(file: StaticString = #filePath, line: UInt = #line) throws {
-        XCTAssertEqual(try FileSystem.readFile(root + "/victim"), victimText, "the victim file changed", file: file, line: line)
+        XCTAssertEqual(
+            try FileSystem.readFile(root + "/victim"), victimText, "the victim file changed", file: file, line: line)
     }
 
     func testASymbolicLinkAsTheFileIsRefusedForEveryUse() throws {

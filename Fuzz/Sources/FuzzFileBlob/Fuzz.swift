@@ -1,6 +1,6 @@
+import FuzzDriver
 import Glibc
 import VaultCrypto
-import FuzzDriver
 import VaultFormat
 import VaultSystem
 
@@ -16,10 +16,15 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     _ = write(fd, data, size)
     close(fd)
-    guard let (blob, _) = try? FileBlob.open(file: file, blobID: blobID, inodeID: 2, vaultID: blobID, headerKey: key,
-                                             chunkSizeLog2: 12, writable: false, version: 1, allowPreviousVersion: true) else { return 0 }
+    guard
+        let (blob, _) = try? FileBlob.open(
+            file: file, blobID: blobID, inodeID: 2, vaultID: blobID, headerKey: key,
+            chunkSizeLog2: 12, writable: false, version: 1, allowPreviousVersion: true)
+    else { return 0 }
     preconditionFailure("random bytes authenticated as a file header: \(blob.path)")
 }
 
 @_cdecl("FuzzFileBlob_main")
-public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { runFuzzer(argc, argv, fuzzOne) }
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv, fuzzOne)
+}

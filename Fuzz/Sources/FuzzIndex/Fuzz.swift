@@ -9,4 +9,6 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
 }
 
 @_cdecl("FuzzIndex_main")
-public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { runFuzzer(argc, argv, fuzzOne) }
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv, fuzzOne)
+}

@@ -1,6 +1,6 @@
+import FuzzDriver
 import Glibc
 import VaultCrypto
-import FuzzDriver
 import VaultFormat
 
 /// vault.header: decoding must never trap; a decoded header re-encodes to the same bytes, the pattern
@@ -12,7 +12,9 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
     guard let header = try? VaultHeader(decoding: bytes) else { return 0 }
     precondition(header.encoded() == bytes, "header does not round-trip")
     if header.credential.kind == .pattern {
-        _ = try? Pattern(text: "a1-b2-c3-d4", rows: Int(header.credential.patternRows), columns: Int(header.credential.patternColumns))
+        _ = try? Pattern(
+            text: "a1-b2-c3-d4", rows: Int(header.credential.patternRows),
+            columns: Int(header.credential.patternColumns))
     }
     setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
     if header.credential.iterations <= 5_000 {
@@ -23,4 +25,6 @@ let fuzzOne: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32 = { data, size
 }
 
 @_cdecl("FuzzVaultHeader_main")
-public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 { runFuzzer(argc, argv, fuzzOne) }
+public func entry(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzer(argc, argv, fuzzOne)
+}

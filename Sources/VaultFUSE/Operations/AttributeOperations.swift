@@ -39,8 +39,10 @@ func opGetattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
 
 /// chmod, chown, truncate and utimens arrive as one request.
 @c(vaultaire_op_setattr)
-func opSetattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
-               _ fi: FUSEFileInfo) {
+func opSetattr(
+    _ req: FUSERequest, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>?, _ toSet: Int32,
+    _ fi: FUSEFileInfo
+) {
     let killsSetID = requestKillsSetID()
     serve(req, "setattr") { mounted in
         let requested = attr!.pointee
@@ -61,7 +63,8 @@ func opSetattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ attr: UnsafeMutablePoint
         if has(FUSE_SET_ATTR_MTIME) {
             change.modificationTime = has(FUSE_SET_ATTR_MTIME_NOW) ? now : nanoseconds(requested.st_mtim)
         }
-        let metadataFlags = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID
+        let metadataFlags =
+            FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID
             | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME
         let changesMetadata = toSet & metadataFlags != 0
         var node = changesMetadata ? try mounted.vault.setAttributes(ino, change) : try mounted.vault.attributes(ino)

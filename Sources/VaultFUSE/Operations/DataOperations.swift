@@ -11,8 +11,10 @@ func accessMode(_ flags: Int32) -> (write: Bool, append: Bool, truncate: Bool) {
 }
 
 /// Hands a file handle to the kernel; if the open was interrupted meanwhile, closes it again.
-func replyOpened(_ req: FUSERequest, _ handle: FileHandle, _ fi: UnsafeMutablePointer<fuse_file_info>,
-                 _ mounted: MountedVault, entry: fuse_entry_param? = nil) {
+func replyOpened(
+    _ req: FUSERequest, _ handle: FileHandle, _ fi: UnsafeMutablePointer<fuse_file_info>,
+    _ mounted: MountedVault, entry: fuse_entry_param? = nil
+) {
     // Only this mount changes the vault, so cached pages stay valid across opens.
     fi.pointee.keep_cache = 1
     let retained = Unmanaged.passRetained(handle)
@@ -32,8 +34,9 @@ func opOpen(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
         let access = accessMode(fi!.pointee.flags)
         try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)  // open with O_TRUNC
         // With the kernel's write-back cache, the kernel places appends itself and sends their offsets.
-        let handle = try mounted.vault.open(ino, write: access.write, truncate: access.truncate,
-                                            append: access.append && !mounted.writebackCache)
+        let handle = try mounted.vault.open(
+            ino, write: access.write, truncate: access.truncate,
+            append: access.append && !mounted.writebackCache)
         replyOpened(req, handle, fi!, mounted)
     }
 }
@@ -42,16 +45,18 @@ func opOpen(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
 func opCreate(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t, _ fi: FUSEFileInfo) {
     serve(req, "create") { mounted in
         let access = accessMode(fi!.pointee.flags)
-        let created = try mounted.vault.create(in: parent, name: try nameString(name),
-                                               permissions: UInt32(mode & 0o7777), caller: caller(req))
+        let created = try mounted.vault.create(
+            in: parent, name: try nameString(name),
+            permissions: UInt32(mode & 0o7777), caller: caller(req))
         var handle = created
         do {
             if access.append && !mounted.writebackCache {
                 handle = try mounted.vault.open(created.id, write: true, append: true)
                 mounted.vault.release(created)
             }
-            replyOpened(req, handle, fi!, mounted,
-                        entry: entryParameters(for: try mounted.vault.attributes(handle.id), mounted))
+            replyOpened(
+                req, handle, fi!, mounted,
+                entry: entryParameters(for: try mounted.vault.attributes(handle.id), mounted))
         } catch {
             mounted.vault.release(handle)
             throw error
@@ -64,7 +69,8 @@ func opRead(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
     serve(req, "read") { mounted in
         let handle = try fileHandle(fi)
         try ReplyBuffers.withBuffer(size: size) { buffer in
-            let n = SplitRead.wanted(size: size)
+            let n =
+                SplitRead.wanted(size: size)
                 ? try SplitRead.read(mounted.vault, handle, at: Int(offset), into: buffer)
                 : try mounted.vault.read(handle, at: Int(offset), into: buffer)
             fuse_reply_buf(req, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), n)
@@ -73,8 +79,10 @@ func opRead(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
 }
 
 @c(vaultaire_op_write)
-func opWrite(_ req: FUSERequest, _ ino: fuse_ino_t, _ buf: CString, _ size: Int, _ offset: off_t,
-             _ fi: FUSEFileInfo) {
+func opWrite(
+    _ req: FUSERequest, _ ino: fuse_ino_t, _ buf: CString, _ size: Int, _ offset: off_t,
+    _ fi: FUSEFileInfo
+) {
     let killsSetID = requestKillsSetID()
     serve(req, "write") { mounted in
         try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)

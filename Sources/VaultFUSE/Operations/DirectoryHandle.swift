@@ -19,8 +19,10 @@ func directoryHandle(_ fi: FUSEFileInfo) throws -> DirectoryHandle {
 /// Fills one reply buffer of at most `size` bytes with entries from position `offset` on; positions
 /// 0 and 1 are "." and "..", the others the directory's names. With `plus`, each entry carries its
 /// attributes, so `ls -l` and `find` need no lookup per name.
-func readDirectory(_ req: FUSERequest, _ size: Int, _ offset: off_t, _ fi: FUSEFileInfo,
-                   plus: Bool, _ mounted: MountedVault) throws {
+func readDirectory(
+    _ req: FUSERequest, _ size: Int, _ offset: off_t, _ fi: FUSEFileInfo,
+    plus: Bool, _ mounted: MountedVault
+) throws {
     let directory = try directoryHandle(fi)
     if offset == 0 { directory.entries = try mounted.vault.list(directory.id).map { ($0.name, $0.inode.id) } }
     let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
@@ -28,7 +30,8 @@ func readDirectory(_ req: FUSERequest, _ size: Int, _ offset: off_t, _ fi: FUSEF
     var used = 0
     var position = Int(offset)
     while position < directory.entries.count + 2 {
-        let name: String, id: UInt64
+        let name: String
+        let id: UInt64
         var entry = fuse_entry_param()
         if position < 2 {
             name = position == 0 ? "." : ".."
@@ -37,7 +40,10 @@ func readDirectory(_ req: FUSERequest, _ size: Int, _ offset: off_t, _ fi: FUSEF
             entry.attr.st_mode = S_IFDIR  // ino 0: the kernel links no inode for "." and ".."
         } else {
             (name, id) = directory.entries[position - 2]
-            guard let node = try? mounted.vault.attributes(id) else { position += 1; continue }  // removed since
+            guard let node = try? mounted.vault.attributes(id) else {
+                position += 1
+                continue
+            }  // removed since
             if plus {
                 entry = entryParameters(for: node, mounted)
             } else {
@@ -46,8 +52,9 @@ func readDirectory(_ req: FUSERequest, _ size: Int, _ offset: off_t, _ fi: FUSEF
             }
         }
         let added = name.withCString { cName in
-            plus ? fuse_add_direntry_plus(req, buffer + used, size - used, cName, &entry, off_t(position + 1))
-                 : fuse_add_direntry(req, buffer + used, size - used, cName, &entry.attr, off_t(position + 1))
+            plus
+                ? fuse_add_direntry_plus(req, buffer + used, size - used, cName, &entry, off_t(position + 1))
+                : fuse_add_direntry(req, buffer + used, size - used, cName, &entry.attr, off_t(position + 1))
         }
         if added > size - used { break }
         used += added

@@ -6,19 +6,25 @@ import VaultFS
 
 /// Replies to a size query (`size` 0) with the length, otherwise with the bytes or ERANGE.
 func replySized(_ req: FUSERequest, _ bytes: [UInt8], _ size: Int) throws {
-    if size == 0 { fuse_reply_xattr(req, bytes.count); return }
+    if size == 0 {
+        fuse_reply_xattr(req, bytes.count)
+        return
+    }
     guard size >= bytes.count else { throw FSError(ERANGE) }
     _ = bytes.withUnsafeBytes { fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
 }
 
 @c(vaultaire_op_setxattr)
-func opSetxattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ name: CString, _ value: CString, _ size: Int,
-                _ flags: Int32) {
+func opSetxattr(
+    _ req: FUSERequest, _ ino: fuse_ino_t, _ name: CString, _ value: CString, _ size: Int,
+    _ flags: Int32
+) {
     serve(req, "setxattr") { mounted in
         let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: value, count: size))
         // XATTR_CREATE, XATTR_REPLACE
-        try mounted.vault.setExtendedAttribute(ino, name: try nameString(name), value: bytes,
-                                               create: flags & 1 != 0, replace: flags & 2 != 0)
+        try mounted.vault.setExtendedAttribute(
+            ino, name: try nameString(name), value: bytes,
+            create: flags & 1 != 0, replace: flags & 2 != 0)
         replyDone(req)
     }
 }

@@ -8,8 +8,11 @@ import VaultFormat
 @c(vaultaire_op_mkdir)
 func opMkdir(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t) {
     serve(req, "mkdir") { mounted in
-        replyEntry(req, try mounted.vault.makeNode(in: parent, name: try nameString(name), kind: .directory,
-                                                   permissions: UInt32(mode & 0o7777), caller: caller(req)), mounted)
+        replyEntry(
+            req,
+            try mounted.vault.makeNode(
+                in: parent, name: try nameString(name), kind: .directory,
+                permissions: UInt32(mode & 0o7777), caller: caller(req)), mounted)
     }
 }
 
@@ -25,9 +28,12 @@ func opMknod(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: 
         case S_IFBLK: kind = .blockDevice
         default: throw FSError(EINVAL)
         }
-        replyEntry(req, try mounted.vault.makeNode(in: parent, name: try nameString(name), kind: kind,
-                                                   permissions: UInt32(mode & 0o7777), caller: caller(req),
-                                                   device: UInt64(dev)), mounted)
+        replyEntry(
+            req,
+            try mounted.vault.makeNode(
+                in: parent, name: try nameString(name), kind: kind,
+                permissions: UInt32(mode & 0o7777), caller: caller(req),
+                device: UInt64(dev)), mounted)
     }
 }
 
@@ -35,9 +41,12 @@ func opMknod(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: 
 func opSymlink(_ req: FUSERequest, _ target: CString, _ parent: fuse_ino_t, _ name: CString) {
     serve(req, "symlink") { mounted in
         let bytes = Array(UnsafeRawBufferPointer(start: target!, count: strlen(target!)))
-        replyEntry(req, try mounted.vault.makeNode(in: parent, name: try nameString(name), kind: .symlink,
-                                                   permissions: 0o777, caller: caller(req),
-                                                   symlinkTarget: bytes), mounted)
+        replyEntry(
+            req,
+            try mounted.vault.makeNode(
+                in: parent, name: try nameString(name), kind: .symlink,
+                permissions: 0o777, caller: caller(req),
+                symlinkTarget: bytes), mounted)
     }
 }
 
@@ -67,8 +76,10 @@ func opRmdir(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString) {
 }
 
 @c(vaultaire_op_rename)
-func opRename(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ newParent: fuse_ino_t,
-              _ newName: CString, _ flags: UInt32) {
+func opRename(
+    _ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ newParent: fuse_ino_t,
+    _ newName: CString, _ flags: UInt32
+) {
     serve(req, "rename") { mounted in
         let mode: RenameMode
         switch flags {
@@ -77,8 +88,9 @@ func opRename(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ newPa
         case 2: mode = .exchange  // RENAME_EXCHANGE
         default: throw FSError(EINVAL)
         }
-        try mounted.vault.rename(from: parent, name: try nameString(name), to: newParent,
-                                 newName: try nameString(newName), mode: mode)
+        try mounted.vault.rename(
+            from: parent, name: try nameString(name), to: newParent,
+            newName: try nameString(newName), mode: mode)
         replyDone(req)
     }
 }

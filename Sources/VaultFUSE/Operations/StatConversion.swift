@@ -6,8 +6,12 @@ import VaultFormat
 // An index inode as the kernel's `struct stat` and `fuse_entry_param`.
 
 func timespecFrom(_ ns: Int64) -> timespec {
-    var sec = ns / 1_000_000_000, nsec = ns % 1_000_000_000
-    if nsec < 0 { sec -= 1; nsec += 1_000_000_000 }
+    var sec = ns / 1_000_000_000
+    var nsec = ns % 1_000_000_000
+    if nsec < 0 {
+        sec -= 1
+        nsec += 1_000_000_000
+    }
     return timespec(tv_sec: Int(sec), tv_nsec: Int(nsec))
 }
 

@@ -10,9 +10,11 @@ enum PasswdCommand {
         arguments: [("<vault>", "The vault directory.")],
         options: [
             CommonOptions.passphraseFile,
-            .init(long: "new-passphrase-file", short: nil, valueName: "file", help: "Read the new credential from FILE."),
+            .init(
+                long: "new-passphrase-file", short: nil, valueName: "file", help: "Read the new credential from FILE."),
             .init(long: "pattern", short: nil, valueName: nil, help: "The new credential is a pattern."),
-            .init(long: "kdf-iterations", short: nil, valueName: "n", help: "New PBKDF2 iteration count (default: keep)."),
+            .init(
+                long: "kdf-iterations", short: nil, valueName: "n", help: "New PBKDF2 iteration count (default: keep)."),
             CommonOptions.remember, CommonOptions.keychain,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
@@ -24,10 +26,14 @@ enum PasswdCommand {
         try VaultAccess.checkNotOpenForWriting(at: path)
         let current = try currentCredential(args, header: header)
         let master = try VaultAccess.unwrapMasterKey(at: path, credential: current, keychain: keychain)
-        let (credential, pattern) = try newCredential(args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
-        let iterations = try args.value("kdf-iterations").map { _ in try args.integer("kdf-iterations", default: 0, command: spec.name) }
-        try VaultAccess.changeCredential(at: path, master: master, newCredential: credential, pattern: pattern,
-                                         keychain: keychain, iterations: iterations)
+        let (credential, pattern) = try newCredential(
+            args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
+        let iterations = try args.value("kdf-iterations").map { _ in
+            try args.integer("kdf-iterations", default: 0, command: spec.name)
+        }
+        try VaultAccess.changeCredential(
+            at: path, master: master, newCredential: credential, pattern: pattern,
+            keychain: keychain, iterations: iterations)
         try keepRememberedKeyConsistent(args, keychain: keychain, vaultID: header.vaultID, master: master)
         print("Credential changed.")
     }
@@ -35,12 +41,16 @@ enum PasswdCommand {
 
 enum RecoverCommand {
     static let spec = CommandSpec(
-        name: "recover", overview: "Open the vault with its recovery phrase and set a new credential (also on a new machine).",
+        name: "recover",
+        overview: "Open the vault with its recovery phrase and set a new credential (also on a new machine).",
         usage: "vaultaire recover <vault> [--recovery-phrase-file <file>] [--new-passphrase-file <file>] [--pattern]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
-            .init(long: "recovery-phrase-file", short: nil, valueName: "file", help: "Read the recovery phrase from FILE."),
-            .init(long: "new-passphrase-file", short: nil, valueName: "file", help: "Read the new credential from FILE."),
+            .init(
+                long: "recovery-phrase-file", short: nil, valueName: "file", help: "Read the recovery phrase from FILE."
+            ),
+            .init(
+                long: "new-passphrase-file", short: nil, valueName: "file", help: "Read the new credential from FILE."),
             .init(long: "pattern", short: nil, valueName: nil, help: "The new credential is a pattern."),
             CommonOptions.remember, CommonOptions.keychain,
         ],
@@ -51,12 +61,15 @@ enum RecoverCommand {
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
         try VaultAccess.checkNotOpenForWriting(at: path)
-        let phraseBytes = try SecretInput.obtain(args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
+        let phraseBytes = try SecretInput.obtain(
+            args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
         // The phrase must pass through a String for Unicode normalization; see RecoveryPhrase.
         let phrase = phraseBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let master = try VaultAccess.recoverMasterKey(at: path, phrase: phrase, wordlist: try Wordlist.load())
-        let (credential, pattern) = try newCredential(args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
-        try VaultAccess.changeCredential(at: path, master: master, newCredential: credential, pattern: pattern, keychain: keychain)
+        let (credential, pattern) = try newCredential(
+            args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
+        try VaultAccess.changeCredential(
+            at: path, master: master, newCredential: credential, pattern: pattern, keychain: keychain)
         try keepRememberedKeyConsistent(args, keychain: keychain, vaultID: header.vaultID, master: master)
         print("Vault recovered; the new credential is set for this machine.")
     }
@@ -79,7 +92,9 @@ enum ForgetCommand {
 
 /// A remembered key stays valid across passwd/recover (the master key does not change); `--remember`
 /// adds it, and a stale copy is refreshed.
-func keepRememberedKeyConsistent(_ args: ParsedArguments, keychain: Keychain, vaultID: [UInt8], master: SecureBytes) throws {
+func keepRememberedKeyConsistent(
+    _ args: ParsedArguments, keychain: Keychain, vaultID: [UInt8], master: SecureBytes
+) throws {
     if args.has("remember") || (try? keychain.hasMasterKey(for: vaultID)) == true {
         try keychain.storeMasterKey(master, for: vaultID)
     }

@@ -7,7 +7,9 @@ enum ListCommand {
     static let spec = CommandSpec(
         name: "ls", overview: "List a directory inside the vault without mounting it.",
         usage: "vaultaire ls <vault> [<path>]",
-        arguments: [("<vault>", "The vault directory."), ("<path>", "Directory or file inside the vault (default /).")],
+        arguments: [
+            ("<vault>", "The vault directory."), ("<path>", "Directory or file inside the vault (default /)."),
+        ],
         options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback],
         minimumPositionals: 1, maximumPositionals: 2)
 
@@ -16,22 +18,27 @@ enum ListCommand {
         defer { try? vault.close() }
         let path = args.positionals.count > 1 ? args.positionals[1] : "/"
         let node = try PathErrors.inVault(path) { try vault.resolve(path) }
-        let entries = node.kind == .directory ? try vault.list(node.id) : [(name: String(path.split(separator: "/").last ?? ""), inode: node)]
+        let entries =
+            node.kind == .directory
+            ? try vault.list(node.id) : [(name: String(path.split(separator: "/").last ?? ""), inode: node)]
         for (name, n) in entries {
-            print("\(modeString(n)) \(String(n.linkCount).leftPadded(3)) \(String(n.size).leftPadded(12)) \(dateString(n.modificationTime)) \(name)")
+            print(
+                "\(modeString(n)) \(String(n.linkCount).leftPadded(3)) \(String(n.size).leftPadded(12)) \(dateString(n.modificationTime)) \(name)"
+            )
         }
     }
 
     static func modeString(_ n: Inode) -> String {
-        let type: Character = switch n.kind {
-        case .directory: "d"
-        case .symlink: "l"
-        case .fifo: "p"
-        case .socket: "s"
-        case .characterDevice: "c"
-        case .blockDevice: "b"
-        case .file: "-"
-        }
+        let type: Character =
+            switch n.kind {
+            case .directory: "d"
+            case .symlink: "l"
+            case .fifo: "p"
+            case .socket: "s"
+            case .characterDevice: "c"
+            case .blockDevice: "b"
+            case .file: "-"
+            }
         var s = String(type)
         let chars = Array("rwxrwxrwx")
         for i in 0..<9 { s.append(n.permissions & (1 << (8 - UInt32(i))) != 0 ? chars[i] : "-") }
@@ -50,11 +57,16 @@ enum ListCommand {
 
 enum PutCommand {
     static let spec = CommandSpec(
-        name: "put", overview: "Copy a local file into the vault; an existing file is replaced only once the copy is complete.",
+        name: "put",
+        overview: "Copy a local file into the vault; an existing file is replaced only once the copy is complete.",
         usage: "vaultaire put <vault> <source> <destination>",
-        arguments: [("<vault>", "The vault directory."), ("<source>", "Local file ('-' for standard input)."),
-                    ("<destination>", "Path inside the vault; an existing directory receives the file under its own name.")],
-        options: [CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet],
+        arguments: [
+            ("<vault>", "The vault directory."), ("<source>", "Local file ('-' for standard input)."),
+            ("<destination>", "Path inside the vault; an existing directory receives the file under its own name."),
+        ],
+        options: [
+            CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
+        ],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
@@ -75,7 +87,9 @@ enum PutCommand {
 
     /// Writes the copy to a file with no name yet and gives it its name (replacing the old file) in one
     /// step at the end: a failure or a signal on the way leaves the old file as it was.
-    private static func copyIn(_ vault: UnlockedVault, _ args: ParsedArguments, from input: Int32, source: String) throws {
+    private static func copyIn(
+        _ vault: UnlockedVault, _ args: ParsedArguments, from input: Int32, source: String
+    ) throws {
         var destination = args.positionals[2]
         if let existing = try? vault.resolve(destination), existing.kind == .directory {
             let base = source == "-" ? "stdin" : String(source.split(separator: "/").last ?? "file")
@@ -83,7 +97,9 @@ enum PutCommand {
         }
         let (parent, name) = try PathErrors.inVault(destination) { try vault.resolveParent(destination) }
         let replaced = try? vault.lookup(parent, name)
-        if replaced?.kind == .directory { throw CLIError.message("\(destination) in the vault is a directory", .alreadyExists) }
+        if replaced?.kind == .directory {
+            throw CLIError.message("\(destination) in the vault is a directory", .alreadyExists)
+        }
         let permissions = replaced?.permissions ?? (0o644 & ~currentUmask())
         let handle = try PathErrors.inVault(destination) {
             try vault.createDetached(named: name, permissions: permissions, caller: .current)
@@ -100,7 +116,9 @@ enum PutCommand {
             }
             if n == 0 { break }
             _ = try PathErrors.inVault(destination) {
-                try buffer.withUnsafeBytes { try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                try buffer.withUnsafeBytes {
+                    try vault.write(handle, at: offset, from: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+                }
             }
             offset += n
             progress.update(offset)
@@ -114,17 +132,21 @@ enum GetCommand {
     static let spec = CommandSpec(
         name: "get", overview: "Copy a file out of the vault; an existing local file is replaced only with --force.",
         usage: "vaultaire get <vault> <source> <destination> [--force]",
-        arguments: [("<vault>", "The vault directory."), ("<source>", "Path inside the vault."),
-                    ("<destination>", "Local file to create ('-' for standard output).")],
+        arguments: [
+            ("<vault>", "The vault directory."), ("<source>", "Path inside the vault."),
+            ("<destination>", "Local file to create ('-' for standard output)."),
+        ],
         options: [
-            .init(long: "force", short: nil, valueName: nil,
-                  help: "Replace an existing local file (only once the whole copy has been read and authenticated)."),
+            .init(
+                long: "force", short: nil, valueName: nil,
+                help: "Replace an existing local file (only once the whole copy has been read and authenticated)."),
             CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
         minimumPositionals: 3, maximumPositionals: 3)
 
     static func run(_ args: ParsedArguments) throws {
-        let source = args.positionals[1], destination = args.positionals[2]
+        let source = args.positionals[1]
+        let destination = args.positionals[2]
         if destination != "-" && !args.has("force") && FileSystem.lexists(destination) {
             throw CLIError.message("local file \(destination) exists; give --force to replace it", .alreadyExists)
         }
@@ -141,24 +163,31 @@ enum GetCommand {
         // Written beside the destination, renamed over it only once complete: a damaged vault file or
         // an interruption leaves the local file as it was.
         let temporary = try PathErrors.local(destination) { try ReplacementFile(replacing: destination) }
-        try copyOut(vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination,
-                    progress: progress)
+        try copyOut(
+            vault, handle, source: source, to: temporary.descriptor.rawValue, destination: destination,
+            progress: progress)
         try PathErrors.local(destination) { try temporary.commit() }
     }
 
-    private static func copyOut(_ vault: UnlockedVault, _ handle: VaultFS.FileHandle, source: String, to output: Int32,
-                                destination: String, progress: ProgressMeter) throws {
+    private static func copyOut(
+        _ vault: UnlockedVault, _ handle: VaultFS.FileHandle, source: String, to output: Int32,
+        destination: String, progress: ProgressMeter
+    ) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         defer { progress.finish(offset) }
         while true {
-            let n = try PathErrors.inVault(source) { try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) } }
+            let n = try PathErrors.inVault(source) {
+                try buffer.withUnsafeMutableBytes { try vault.read(handle, at: offset, into: $0) }
+            }
             if n == 0 { break }
             try PathErrors.local(destination) {
                 try buffer.withUnsafeBytes { b in
                     var done = 0
                     while done < n {
-                        done += try retryingEINTR("write", path: destination) { write(output, b.baseAddress! + done, n - done) }
+                        done += try retryingEINTR("write", path: destination) {
+                            write(output, b.baseAddress! + done, n - done)
+                        }
                     }
                 }
             }
@@ -182,7 +211,11 @@ enum RemoveCommand {
             try PathErrors.inVault(path) {
                 let (parent, name) = try vault.resolveParent(path)
                 let node = try vault.lookup(parent, name)
-                if node.kind == .directory { try vault.removeDirectory(in: parent, name: name) } else { try vault.unlink(in: parent, name: name) }
+                if node.kind == .directory {
+                    try vault.removeDirectory(in: parent, name: name)
+                } else {
+                    try vault.unlink(in: parent, name: name)
+                }
             }
         }
     }
@@ -201,7 +234,8 @@ enum MakeDirectoryCommand {
         try withOpenVault(args, readOnly: false) { vault in
             try PathErrors.inVault(path) {
                 let (parent, name) = try vault.resolveParent(path)
-                try vault.makeNode(in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
+                try vault.makeNode(
+                    in: parent, name: name, kind: .directory, permissions: 0o755 & ~currentUmask(), caller: .current)
             }
         }
     }

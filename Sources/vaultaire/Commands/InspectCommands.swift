@@ -7,7 +7,8 @@ import VaultSystem
 
 enum InfoCommand {
     static let spec = CommandSpec(
-        name: "info", overview: "Show a vault's format version, KDF parameters and blob count; with --unlock, also its files.",
+        name: "info",
+        overview: "Show a vault's format version, KDF parameters and blob count; with --unlock, also its files.",
         usage: "vaultaire info <vault> [--unlock]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
@@ -23,13 +24,17 @@ enum InfoCommand {
         print("Vault:               \(path)")
         print("Format version:      \(VaultHeader.formatVersion)")
         print("Vault ID:            \(header.vaultID.hex)")
-        print("Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")")
+        print(
+            "Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")"
+        )
         print("Vault KDF:           PBKDF2-HMAC-SHA512, \(header.credential.iterations) iterations, device salt")
         print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
         if let weak = WeakKDFWarning.shortfall(header) {
             print("KDF strength:        WEAK — BELOW THE FLOORS: \(weak); made for tests, cheap to attack")
         } else {
-            print("KDF strength:        at or above the floors (\(KDFPolicy.vaultIterations) / \(KDFPolicy.recoveryIterations))")
+            print(
+                "KDF strength:        at or above the floors (\(KDFPolicy.vaultIterations) / \(KDFPolicy.recoveryIterations))"
+            )
         }
         print("Cipher:              AES-256-GCM, \(header.chunkSize / 1024) KiB chunks")
         print("Blobs:               \(try layout.blobIDsOnDisk().count)")
@@ -51,8 +56,11 @@ enum VerifyCommand {
         usage: "vaultaire verify <vault> [--repair]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
-            .init(long: "repair", short: nil, valueName: nil,
-                  help: "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."),
+            .init(
+                long: "repair", short: nil, valueName: nil,
+                help:
+                    "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."
+            ),
             CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
@@ -67,7 +75,9 @@ enum VerifyCommand {
         var envelopeDamage: String?
         if let credential {
             let backup = try? vault.header.unlockWithBackupKey(credential: credential)
-            if backup.map({ !vault.holdsMasterKey($0) }) ?? true { envelopeDamage = "backup envelope in vault.header fails authentication" }
+            if backup.map({ !vault.holdsMasterKey($0) }) ?? true {
+                envelopeDamage = "backup envelope in vault.header fails authentication"
+            }
         }
         var progress: ProgressMeter?
         var checked = 0
@@ -86,16 +96,21 @@ enum VerifyCommand {
             print("DAMAGED \(path): \(reason)")
         }
         if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
-        if let weak = WeakKDFWarning.shortfall(vault.header) { print("WEAK vault.header: key derivation below the floors: \(weak)") }
+        if let weak = WeakKDFWarning.shortfall(vault.header) {
+            print("WEAK vault.header: key derivation below the floors: \(weak)")
+        }
         let damaged = report.damaged.count + (envelopeDamage == nil ? 0 : 1)
-        print("Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged").")
+        print(
+            "Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged")."
+        )
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
     }
 }
 
 enum KDFBenchCommand {
     static let spec = CommandSpec(
-        name: "kdf-bench", overview: "Measure one PBKDF2-HMAC-SHA512 derivation here, and what it means for an attacker.",
+        name: "kdf-bench",
+        overview: "Measure one PBKDF2-HMAC-SHA512 derivation here, and what it means for an attacker.",
         usage: "vaultaire kdf-bench",
         arguments: [], options: [], minimumPositionals: 0, maximumPositionals: 0)
 
@@ -113,7 +128,9 @@ enum KDFBenchCommand {
             let t = times.sorted()[1]
             let perSecond = 1 / t
             let days = 1e9 * t / 86_400
-            print("  \(label.padding(9)) \(iterations) iterations: \(String(format3(t * 1000))) ms per guess, \(String(format3(perSecond))) guesses/s, \(String(format3(days))) days for 10^9 guesses")
+            print(
+                "  \(label.padding(9)) \(iterations) iterations: \(String(format3(t * 1000))) ms per guess, \(String(format3(perSecond))) guesses/s, \(String(format3(days))) days for 10^9 guesses"
+            )
         }
         print("An attacker with many cores or GPUs divides these times by their parallelism; a credential")
         print("drawn from 10^9 likely choices is not safe. A 4×4 pattern of 4–16 distinct cells has about 5.7×10^13")

@@ -8,20 +8,32 @@ import VaultSystem
 enum MountCommand {
     static let spec = CommandSpec(
         name: "mount", overview: "Unlock the vault and mount it as an ordinary folder; unmount to lock.",
-        usage: "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--no-io-uring] [--idle <duration>] [-f] [-o <option>]",
+        usage:
+            "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--no-io-uring] [--idle <duration>] [-f] [-o <option>]",
         arguments: [("<vault>", "The vault directory."), ("<mountpoint>", "An empty directory to mount on.")],
         options: [
             CommonOptions.passphraseFile,
             .init(long: "read-only", short: nil, valueName: nil, help: "Mount read-only."),
-            .init(long: "no-xattrs", short: nil, valueName: nil,
-                  help: "No extended attributes: saves the kernel's security.capability query on each new file's first write and on chown (see docs/PERFORMANCE.md)."),
-            .init(long: "no-io-uring", short: nil, valueName: nil,
-                  help: "Serve through reads and writes of /dev/fuse even where the kernel offers FUSE over io_uring (Linux 6.14+ with fuse.enable_uring=1)."),
-            .init(long: "idle", short: nil, valueName: "duration", help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
-            .init(long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
-            .init(long: "option", short: "o", valueName: "option",
-                  help: "Options, comma-separated: this command's own as name=value or name (passphrase-file=FILE, idle=15m, ro, no-xattrs …), others for libfuse, e.g. allow_other (repeatable).",
-                  repeatable: true),
+            .init(
+                long: "no-xattrs", short: nil, valueName: nil,
+                help:
+                    "No extended attributes: saves the kernel's security.capability query on each new file's first write and on chown (see docs/PERFORMANCE.md)."
+            ),
+            .init(
+                long: "no-io-uring", short: nil, valueName: nil,
+                help:
+                    "Serve through reads and writes of /dev/fuse even where the kernel offers FUSE over io_uring (Linux 6.14+ with fuse.enable_uring=1)."
+            ),
+            .init(
+                long: "idle", short: nil, valueName: "duration",
+                help: "Unmount (and lock) after this long without use: 90s, 15m, 2h."),
+            .init(
+                long: "foreground", short: "f", valueName: nil, help: "Stay attached to the terminal until unmounted."),
+            .init(
+                long: "option", short: "o", valueName: "option",
+                help:
+                    "Options, comma-separated: this command's own as name=value or name (passphrase-file=FILE, idle=15m, ro, no-xattrs …), others for libfuse, e.g. allow_other (repeatable).",
+                repeatable: true),
             CommonOptions.remember, CommonOptions.keychain, CommonOptions.acceptRollback,
         ],
         minimumPositionals: 2, maximumPositionals: 2)
@@ -39,7 +51,8 @@ enum MountCommand {
         options.extra = libfuseOptions
         if let idle = args.value("idle") {
             guard let seconds = parseDuration(idle) else {
-                throw CLIError.usage("--idle needs a duration such as 90s, 15m or 2h, got '\(idle)'", command: spec.name)
+                throw CLIError.usage(
+                    "--idle needs a duration such as 90s, 15m or 2h, got '\(idle)'", command: spec.name)
             }
             options.idleSeconds = seconds
         }
@@ -47,20 +60,26 @@ enum MountCommand {
             // Also in the log, where a mount at boot or by mount(8) leaves its trace: a wrong
             // credential is an authentication failure worth recording.
             // (Once in the background the daemon has logged its own failures.)
-            if case CLIError.usage = error {} else if !SystemLog.isUsingSyslog {
-                SystemLog.record(.error, "\(vaultPath): mount on \(mountpoint) failed: \(report(error).0.dropFirst("Error: ".count))")
+            if case CLIError.usage = error {
+            } else if !SystemLog.isUsingSyslog {
+                SystemLog.record(
+                    .error, "\(vaultPath): mount on \(mountpoint) failed: \(report(error).0.dropFirst("Error: ".count))"
+                )
             }
             throw error
         }
     }
 
-    private static func unlockAndServe(_ args: ParsedArguments, vault vaultPath: String, on mountpoint: String, options: MountOptions) throws {
+    private static func unlockAndServe(
+        _ args: ParsedArguments, vault vaultPath: String, on mountpoint: String, options: MountOptions
+    ) throws {
         do { try Mounter.checkMountpoint(mountpoint) } catch { throw CLIError.message("\(error)", .mountFailed) }
         _ = try readVaultHeader(vaultPath)  // not a vault / unknown version: fail before asking
         let keychain = try selectKeychain(args)
         let master = try obtainMasterKey(args, vault: vaultPath, keychain: keychain).master
-        let vault = try VaultAccess.open(at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
-                                         acceptRollback: args.has("accept-rollback"))
+        let vault = try VaultAccess.open(
+            at: vaultPath, master: master, keychain: keychain, readOnly: options.readOnly,
+            acceptRollback: args.has("accept-rollback"))
         reportOpening(vault)
         WeakKDFWarning.printIfNoted()  // before the daemon detaches from stderr
         if args.has("remember") { try keychain.storeMasterKey(master, for: vault.header.vaultID) }
@@ -69,7 +88,9 @@ enum MountCommand {
         master.wipe()
         do {
             try Mounter.serve(vault, at: mountpoint, options: options) {
-                print("Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it.")
+                print(
+                    "Mounted \(vaultPath) on \(mountpoint)\(options.readOnly ? " (read-only)" : ""). 'vaultaire unmount \(mountpoint)' locks it."
+                )
             }
         } catch let e as Mounter.Failure {
             throw CLIError.message(e.description, .mountFailed)
@@ -105,7 +126,8 @@ enum UnmountCommand {
         // keep the mount busy.
         _ = chdir("/")
         guard Subprocess.run(["fusermount3", "-u", mountpoint]) == 0 else {
-            throw CLIError.message("could not unmount \(mountpoint) (files still open? try again, or fusermount3 -uz)", .busy)
+            throw CLIError.message(
+                "could not unmount \(mountpoint) (files still open? try again, or fusermount3 -uz)", .busy)
         }
         if let witness {
             try awaitLocking(witness, mountpoint: mountpoint)
@@ -118,16 +140,20 @@ enum UnmountCommand {
     /// The mount process's own account of locking: "ok", or what it could not save.
     private static func awaitLocking(_ witness: FileDescriptorHandle, mountpoint: String) throws {
         guard let reply = witness.receiveAll(limit: 4096, timeoutSeconds: 600) else {
-            throw CLIError.message("unmounted \(mountpoint), but the mount process has not confirmed locking after 10 minutes", .ioError)
+            throw CLIError.message(
+                "unmounted \(mountpoint), but the mount process has not confirmed locking after 10 minutes", .ioError)
         }
         // Printed to a terminal: no control characters get through.
         let text = String(decoding: reply.prefix { $0 != 10 }.filter { $0 >= 0x20 && $0 != 0x7F }, as: UTF8.self)
         if text == "ok" { return }
         if text.hasPrefix("error: ") {
-            throw CLIError.message("unmounted \(mountpoint), but the mount process could not save everything: \(text.dropFirst(7)); "
-                                   + "keys are wiped, and the next open repairs the vault as after a crash", .ioError)
+            throw CLIError.message(
+                "unmounted \(mountpoint), but the mount process could not save everything: \(text.dropFirst(7)); "
+                    + "keys are wiped, and the next open repairs the vault as after a crash", .ioError)
         }
-        throw CLIError.message("unmounted \(mountpoint), but the mount process ended without confirming that it saved everything", .ioError)
+        throw CLIError.message(
+            "unmounted \(mountpoint), but the mount process ended without confirming that it saved everything", .ioError
+        )
     }
 
     /// For a mount process that offers no witness socket: its vault lock is released once it is done.
@@ -150,7 +176,10 @@ enum StatusCommand {
 
     static func run(_ args: ParsedArguments) throws {
         let mounts = MountTable.vaultaireMounts()
-        if mounts.isEmpty { print("No vault is mounted."); return }
+        if mounts.isEmpty {
+            print("No vault is mounted.")
+            return
+        }
         for m in mounts { print("\(m.source) on \(m.mountpoint)\(m.readOnly ? " (read-only)" : "")") }
     }
 }
@@ -162,7 +191,8 @@ func absolute(_ path: String) -> String {
     if !path.hasPrefix("/") {
         var buf = [CChar](repeating: 0, count: Int(PATH_MAX))
         guard getcwd(&buf, buf.count) != nil else { return path }
-        full = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+        full =
+            String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
     }
     var parts: [Substring] = []
     for part in full.split(separator: "/") where part != "." {

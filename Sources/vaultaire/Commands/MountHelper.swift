@@ -16,8 +16,10 @@ enum MountHelper {
     /// Options mount(8) and mount.fuse3 pass on that mean nothing to a FUSE mount of a vault. Among
     /// them `suid` and `dev`, which mount.fuse3 adds to every mount not marked nosuid or nodev: a vault
     /// is always mounted nosuid,nodev (docs/SECURITY.md), however it is mounted.
-    static let ignored: Set<String> = ["", "rw", "defaults", "auto", "noauto", "user", "users", "nouser", "owner",
-                                       "group", "nofail", "_netdev", "suid", "dev"]
+    static let ignored: Set<String> = [
+        "", "rw", "defaults", "auto", "noauto", "user", "users", "nouser", "owner",
+        "group", "nofail", "_netdev", "suid", "dev",
+    ]
     /// Set by vaultaire itself: `vaultaire status` and `unmount` find vaults by them.
     static let reserved: Set<String> = ["fsname", "subtype"]
 
@@ -27,16 +29,22 @@ enum MountHelper {
     ///   and for the options vaultaire sets itself.
     static func absorbOptions(_ args: inout ParsedArguments, spec: CommandSpec) throws -> [String] {
         var libfuse: [String] = []
-        let own = Dictionary(spec.allOptions.filter { $0.long != "option" && !$0.repeatable }.map { ($0.long, $0) }) { a, _ in a }
+        let own = Dictionary(spec.allOptions.filter { $0.long != "option" && !$0.repeatable }.map { ($0.long, $0) }) {
+            a, _ in a
+        }
         for option in (args.repeated["option"] ?? []).flatMap(splitOptions) {
             let key = option.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
             let value = option.contains("=") ? String(option.drop { $0 != "=" }.dropFirst()) : nil
             if ignored.contains(option) || option.hasPrefix("x-") || option.hasPrefix("comment=") { continue }
             if reserved.contains(key) {
-                throw CLIError.usage("-o \(key) is set by vaultaire (the vault's path, and type fuse.vaultaire)", command: spec.name)
+                throw CLIError.usage(
+                    "-o \(key) is set by vaultaire (the vault's path, and type fuse.vaultaire)", command: spec.name)
             }
             let name = option == "ro" ? "read-only" : key
-            guard let known = own[name] else { libfuse.append(option); continue }
+            guard let known = own[name] else {
+                libfuse.append(option)
+                continue
+            }
             if known.valueName != nil {
                 guard let value, !value.isEmpty else {
                     throw CLIError.usage("-o \(name) needs a value: \(name)=<\(known.valueName!)>", command: spec.name)
@@ -57,9 +65,20 @@ enum MountHelper {
         var current = ""
         var escaped = false
         for c in text {
-            if escaped { current.append(c); escaped = false; continue }
-            if c == "\\" { escaped = true; continue }
-            if c == "," { out.append(current); current = ""; continue }
+            if escaped {
+                current.append(c)
+                escaped = false
+                continue
+            }
+            if c == "\\" {
+                escaped = true
+                continue
+            }
+            if c == "," {
+                out.append(current)
+                current = ""
+                continue
+            }
             current.append(c)
         }
         if escaped { current.append("\\") }

@@ -64,7 +64,8 @@ enum BashCompletion {
         for spec in specs {
             let flags = CompletionModel.options(spec).flatMap(CompletionModel.flags)
             let positionals = spec.arguments.indices.map { word(CompletionModel.positional(spec, $0)) }
-            out += "        \(spec.name)) options=\(quote(flags.joined(separator: " "))); positionals=\(quote(positionals.joined(separator: " "))) ;;\n"
+            out +=
+                "        \(spec.name)) options=\(quote(flags.joined(separator: " "))); positionals=\(quote(positionals.joined(separator: " "))) ;;\n"
         }
         out += """
                     *) return ;;
@@ -104,7 +105,7 @@ enum BashCompletion {
         case .file: return "file"
         case .command: return "command"
         case .mountedVault: return "mounted"
-        case let .words(w): return "words " + w.joined(separator: " ")
+        case .words(let w): return "words " + w.joined(separator: " ")
         case .none: return "none"
         }
     }

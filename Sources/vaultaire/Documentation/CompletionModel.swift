@@ -30,9 +30,11 @@ enum CompletionModel {
     }
 
     /// Words for `-o`: the mount command's own options and the libfuse ones people use.
-    static let mountOptionWords = ["passphrase-file=", "extpass=", "keychain=", "idle=", "ro", "read-only", "no-xattrs",
-                                   "no-io-uring", "remember", "allow_other", "allow_root", "auto_unmount", "nosuid", "nodev",
-                                   "noexec", "noatime"]
+    static let mountOptionWords = [
+        "passphrase-file=", "extpass=", "keychain=", "idle=", "ro", "read-only", "no-xattrs",
+        "no-io-uring", "remember", "allow_other", "allow_root", "auto_unmount", "nosuid", "nodev",
+        "noexec", "noatime",
+    ]
 
     /// What the `index`-th positional argument (from 0) of `spec`'s command is.
     static func positional(_ spec: CommandSpec, _ index: Int) -> Kind {

@@ -5,7 +5,9 @@ extension ExitCode {
         case .success: return "success"
         case .failure: return "other failure"
         case .notAVault: return "not a vault"
-        case .credentialUnavailable: return "the credential could not be read (passphrase file unreadable, --extpass command failed, empty or too long)"
+        case .credentialUnavailable:
+            return
+                "the credential could not be read (passphrase file unreadable, --extpass command failed, empty or too long)"
         case .wrongCredential: return "wrong credential or recovery phrase"
         case .damaged: return "vault damaged (verify found damage, or data failed authentication)"
         case .unsupportedVersion: return "unsupported format version"
@@ -14,11 +16,15 @@ extension ExitCode {
         case .notFound: return "no such file inside the vault; no backup (or no such snapshot) on the remote"
         case .alreadyExists: return "already exists / not empty (also: the remote holds another vault's backups)"
         case .busy: return "busy (the vault is open in another process)"
-        case .rollback: return "index rolled back to an older version; a backup snapshot older than this machine has seen"
+        case .rollback:
+            return "index rolled back to an older version; a backup snapshot older than this machine has seen"
         case .mountFailed: return "mount failed"
-        case .unsafeFile: return "a file in the vault or keychain directory is a symbolic link or not a regular file (refused, not followed)"
+        case .unsafeFile:
+            return
+                "a file in the vault or keychain directory is a symbolic link or not a regular file (refused, not followed)"
         case .remoteUnreachable: return "backup remote unreachable (rclone could not list, read or write it)"
-        case .remoteDamaged: return "backup remote damaged (an object, manifest or backup header failed its check, or is missing)"
+        case .remoteDamaged:
+            return "backup remote damaged (an object, manifest or backup header failed its check, or is missing)"
         case .usage: return "usage error (also: an argument that is not valid UTF-8)"
         case .localFileMissing: return "a local file (or the vault directory) does not exist"
         case .ioError: return "I/O error"
@@ -27,8 +33,11 @@ extension ExitCode {
     }
 
     /// Every code, in order.
-    static let all: [ExitCode] = [.success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
-                                  .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
-                                  .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .usage, .localFileMissing, .ioError,
-                                  .permissionDenied]
+    static let all: [ExitCode] = [
+        .success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
+        .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
+        .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .usage, .localFileMissing,
+        .ioError,
+        .permissionDenied,
+    ]
 }

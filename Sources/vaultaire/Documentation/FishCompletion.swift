@@ -44,7 +44,9 @@ enum FishCompletion {
         for spec in specs {
             out += "\n# \(spec.name)\n"
             out += "complete -c vaultaire -n '__fish_use_subcommand' -a \(spec.name) -d \(quote(spec.overview))\n"
-            let seen = quote("__fish_seen_subcommand_from \(spec.name); and not __fish_seen_subcommand_from \(names.split(separator: " ").filter { $0 != spec.name }.joined(separator: " "))")
+            let seen = quote(
+                "__fish_seen_subcommand_from \(spec.name); and not __fish_seen_subcommand_from \(names.split(separator: " ").filter { $0 != spec.name }.joined(separator: " "))"
+            )
             for option in CompletionModel.options(spec) {
                 var line = "complete -c vaultaire -n \(seen) -l \(option.long)"
                 if let s = option.short { line += " -s \(s)" }
@@ -77,7 +79,7 @@ enum FishCompletion {
         case .file: return "-r -F"
         case .command: return "-x -a '(__fish_complete_command)'"
         case .mountedVault: return "-x -a '(__vaultaire_mounts)'"
-        case let .words(w): return "-x -a " + quote(w.joined(separator: " "))
+        case .words(let w): return "-x -a " + quote(w.joined(separator: " "))
         case .none: return "-x"
         }
     }

@@ -10,36 +10,44 @@ enum ManPage {
         out.append(".SH SYNOPSIS")
         out.append("\(Roff.bold("vaultaire")) \(Roff.italic("command")) [\(Roff.italic("options"))]")
         out.append(".br")
-        out.append("\(Roff.bold("vaultaire")) \(Roff.italic("vault")) \(Roff.italic("mountpoint")) \(Roff.bold("-o")) \(Roff.italic("options"))")
+        out.append(
+            "\(Roff.bold("vaultaire")) \(Roff.italic("vault")) \(Roff.italic("mountpoint")) \(Roff.bold("-o")) \(Roff.italic("options"))"
+        )
         out.append(".br")
         out.append("\(Roff.bold("vaultaire --version"))")
         out.append(".SH DESCRIPTION")
-        out.append(paragraph("""
-            Vaultaire keeps files in an encrypted vault directory and mounts it, unlocked, as an ordinary \
-            folder through FUSE; unmounting locks it. Everything stored is sealed with AES-256-GCM: the \
-            index, file names and sizes, file headers and content. A credential (a passphrase or a \
-            pattern on a 4×4 grid) and a per-device salt kept in the keychain unlock a random master \
-            key; a 24-word recovery phrase opens the vault on any machine.
-            """))
+        out.append(
+            paragraph(
+                """
+                Vaultaire keeps files in an encrypted vault directory and mounts it, unlocked, as an ordinary \
+                folder through FUSE; unmounting locks it. Everything stored is sealed with AES-256-GCM: the \
+                index, file names and sizes, file headers and content. A credential (a passphrase or a \
+                pattern on a 4×4 grid) and a per-device salt kept in the keychain unlock a random master \
+                key; a 24-word recovery phrase opens the vault on any machine.
+                """))
         out.append(".PP")
-        out.append(paragraph("""
-            The keychain holds the device salt and, with --remember, a vault's master key. It is the \
-            Secret Service (GNOME Keyring, KeePassXC, KWallet) unless --keychain file or \
-            VAULTAIRE_KEYCHAIN=file chooses files under $XDG_DATA_HOME/vaultaire/keychain.
-            """))
+        out.append(
+            paragraph(
+                """
+                The keychain holds the device salt and, with --remember, a vault's master key. It is the \
+                Secret Service (GNOME Keyring, KeePassXC, KWallet) unless --keychain file or \
+                VAULTAIRE_KEYCHAIN=file chooses files under $XDG_DATA_HOME/vaultaire/keychain.
+                """))
         out.append(".SH COMMANDS")
         for spec in CompletionModel.commandSpecs {
             out += section(spec)
         }
         out.append(".SH MOUNTING WITH MOUNT(8) AND FSTAB")
-        out.append(paragraph("""
-            mount.fuse3(8) runs \\fBvaultaire\\fR \\fIvault mountpoint\\fR \\fB-o\\fR \\fIoptions\\fR for a \
-            filesystem of type fuse.vaultaire. The options of \\fBmount\\fR are accepted in -o form \
-            (passphrase-file=FILE, extpass=COMMAND, keychain=BACKEND, idle=DURATION, ro or read-only, \
-            no-xattrs, no-io-uring, remember); a comma inside a value is written \\e,. Every other option \
-            goes to libfuse (allow_other, noatime …); a vault is always mounted nosuid,nodev. umount(8) and \
-            fusermount3 -u lock the vault.
-            """, raw: true))
+        out.append(
+            paragraph(
+                """
+                mount.fuse3(8) runs \\fBvaultaire\\fR \\fIvault mountpoint\\fR \\fB-o\\fR \\fIoptions\\fR for a \
+                filesystem of type fuse.vaultaire. The options of \\fBmount\\fR are accepted in -o form \
+                (passphrase-file=FILE, extpass=COMMAND, keychain=BACKEND, idle=DURATION, ro or read-only, \
+                no-xattrs, no-io-uring, remember); a comma inside a value is written \\e,. Every other option \
+                goes to libfuse (allow_other, noatime …); a vault is always mounted nosuid,nodev. umount(8) and \
+                fusermount3 -u lock the vault.
+                """, raw: true))
         out.append(".PP")
         out.append(".EX")
         out.append(Roff.escape("mount -t fuse.vaultaire ~/Vault ~/Private -o passphrase-file=/root/vault.pw"))
@@ -47,21 +55,25 @@ enum ManPage {
         out.append(Roff.escape("/home/u/Vault /home/u/Private fuse.vaultaire noauto,keychain=file,idle=15m 0 0"))
         out.append(".EE")
         out.append(".SH SYSTEMD")
-        out.append(paragraph("""
-            The user unit template vaultaire@.service mounts the vault named in \
-            ~/.config/vaultaire/NAME.conf (VAULT=, MOUNTPOINT=, OPTIONS=) when you log in, with the key \
-            remembered in the Secret Service, and locks it when you log out: \
-            systemctl --user enable --now vaultaire@NAME. The daemon tells systemd it is ready \
-            (Type=notify, READY=1 on $NOTIFY_SOCKET) once the folder is mounted.
-            """))
+        out.append(
+            paragraph(
+                """
+                The user unit template vaultaire@.service mounts the vault named in \
+                ~/.config/vaultaire/NAME.conf (VAULT=, MOUNTPOINT=, OPTIONS=) when you log in, with the key \
+                remembered in the Secret Service, and locks it when you log out: \
+                systemctl --user enable --now vaultaire@NAME. The daemon tells systemd it is ready \
+                (Type=notify, READY=1 on $NOTIFY_SOCKET) once the folder is mounted.
+                """))
         out.append(".SH LOGGING")
-        out.append(paragraph("""
-            Once in the background the mount daemon logs to syslog(3) (facility user, tag vaultaire): \
-            mount, unmount, idle lock, repairs after a crash, every I/O error and every file whose data \
-            fails authentication, named by its path in the vault. A mount that fails, with a wrong \
-            credential for example, is logged too. No message holds a secret. With -f the daemon logs \
-            to standard error instead.
-            """))
+        out.append(
+            paragraph(
+                """
+                Once in the background the mount daemon logs to syslog(3) (facility user, tag vaultaire): \
+                mount, unmount, idle lock, repairs after a crash, every I/O error and every file whose data \
+                fails authentication, named by its path in the vault. A mount that fails, with a wrong \
+                credential for example, is logged too. No message holds a secret. With -f the daemon logs \
+                to standard error instead.
+                """))
         out.append(".SH ENVIRONMENT")
         for (name, text) in environment {
             out.append(".TP")
@@ -81,12 +93,17 @@ enum ManPage {
             out.append(Roff.escape(text))
         }
         out.append(".SH SEE ALSO")
-        out.append("\\fBvaultaire-format\\fR(5), \\fBmount.fuse3\\fR(8), \\fBfusermount3\\fR(1), \\fBfstab\\fR(5), \\fBsystemd.service\\fR(5)")
+        out.append(
+            "\\fBvaultaire-format\\fR(5), \\fBmount.fuse3\\fR(8), \\fBfusermount3\\fR(1), \\fBfstab\\fR(5), \\fBsystemd.service\\fR(5)"
+        )
         return out.joined(separator: "\n") + "\n"
     }
 
     static let environment: [(String, String)] = [
-        ("VAULTAIRE_KEYCHAIN", "The keychain backend when --keychain is not given: secret-service (the default) or file."),
+        (
+            "VAULTAIRE_KEYCHAIN",
+            "The keychain backend when --keychain is not given: secret-service (the default) or file."
+        ),
         ("XDG_DATA_HOME", "The file keychain lives in $XDG_DATA_HOME/vaultaire/keychain (default ~/.local/share)."),
         ("VAULTAIRE_ALLOW_WEAK_KDF", "1 allows KDF iteration counts below 600,000 and 800,000; for tests only."),
         ("NOTIFY_SOCKET", "Set by systemd for Type=notify services: the mount sends READY=1 there once mounted."),

@@ -36,7 +36,9 @@ enum ZshCompletion {
             var lines: [String] = []
             for option in CompletionModel.options(spec) {
                 let help = "[" + bracketed(option.help) + "]"
-                let value = option.valueName.map { ":" + escapeColon($0) + ":" + action(CompletionModel.value(of: option)) } ?? ""
+                let value =
+                    option.valueName.map { ":" + escapeColon($0) + ":" + action(CompletionModel.value(of: option)) }
+                    ?? ""
                 let repeated = option.repeatable ? "*" : ""
                 for flag in CompletionModel.flags(option) {
                     let form = flag.hasPrefix("--") && option.valueName != nil ? flag + "=" : flag
@@ -45,9 +47,14 @@ enum ZshCompletion {
             }
             for (i, argument) in spec.arguments.enumerated() {
                 let optional = i >= spec.minimumPositionals ? ":" : ""
-                lines.append(quote("\(i + 1)\(optional):\(escapeColon(argument.1)):\(action(CompletionModel.positional(spec, i)))"))
+                lines.append(
+                    quote(
+                        "\(i + 1)\(optional):\(escapeColon(argument.1)):\(action(CompletionModel.positional(spec, i)))")
+                )
             }
-            out += "    \(spec.name))\n      _arguments -s \\\n        " + lines.joined(separator: " \\\n        ") + " ;;\n"
+            out +=
+                "    \(spec.name))\n      _arguments -s \\\n        " + lines.joined(separator: " \\\n        ")
+                + " ;;\n"
         }
         out += """
               esac
@@ -65,14 +72,15 @@ enum ZshCompletion {
         case .file: return "_files"
         case .command: return "_command_names -e"
         case .mountedVault: return "_vaultaire_mounts"
-        case let .words(w): return "(" + w.joined(separator: " ") + ")"
+        case .words(let w): return "(" + w.joined(separator: " ") + ")"
         case .none: return " "
         }
     }
 
     /// In an _arguments description in brackets, `]` and `:` end fields unless escaped.
     static func bracketed(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "]", with: "\\]").replacingOccurrences(of: ":", with: "\\:")
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "]", with: "\\]")
+            .replacingOccurrences(of: ":", with: "\\:")
     }
 
     static func escapeColon(_ text: String) -> String { text.replacingOccurrences(of: ":", with: "\\:") }
