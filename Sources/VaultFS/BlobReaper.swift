@@ -78,16 +78,7 @@ final class BlobReaper: @unchecked Sendable {
 
     // The thread holds the reaper until it ends: after `linger` without new work.
     private func startThread() {
-        var thread = pthread_t()
-        let raw = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(
-            &thread, nil,
-            { arg in
-                FileSystem.becomeBackgroundThread(named: "vaultaire-reap")
-                Unmanaged<BlobReaper>.fromOpaque(arg!).takeRetainedValue().run()
-                return nil
-            }, raw)
-        pthread_detach(thread)
+        BackgroundThread.start(named: "vaultaire-reap") { self.run() }
     }
 
     private func run() {

@@ -6,7 +6,10 @@ import VaultSystem
 
 /// The state every FUSE request reaches through its user data (`fuse_req_userdata`): the unlocked vault,
 /// the time of the last request (for the idle timeout), and what is logged.
-public final class MountedVault {
+// Every FUSE thread reaches it. Its mutable fields are each written once at a point no request runs
+// beside: `session` before serving, `writebackCache` while answering INIT (the kernel sends nothing
+// else before that reply), `closeError` after serving; the activity clock is behind its own lock.
+public final class MountedVault: @unchecked Sendable {
     public let vault: UnlockedVault
     let readOnly: Bool
     private var lastActivity = Atomic64(MonotonicClock.nanoseconds())

@@ -158,11 +158,7 @@ public enum Mounter {
     /// directory, an open directory) the kernel refuses it, and the watch waits for another idle period
     /// rather than cut a program off. Once the kernel lets go, the session ends as with any unmount.
     private static func startIdleWatch(_ mounted: MountedVault, mountpoint: String, limit: Int) {
-        final class Job {
-            let run: () -> Void
-            init(_ r: @escaping () -> Void) { run = r }
-        }
-        let job = Job {
+        BackgroundThread.start(named: "vaultaire-idle") {
             while true {
                 sleep(1)
                 if mounted.vault.hasOpenFiles {
@@ -177,15 +173,5 @@ public enum Mounter {
                 mounted.touch()
             }
         }
-        var thread = pthread_t()
-        let raw = Unmanaged.passRetained(job).toOpaque()
-        pthread_create(
-            &thread, nil,
-            { arg in
-                let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
-                job.run()
-                return nil
-            }, raw)
-        pthread_detach(thread)
     }
 }

@@ -36,11 +36,7 @@ public final class UnmountWitnesses: @unchecked Sendable {  // `clients` and `fi
     }
 
     private func startAccepting() {
-        final class Job {
-            let run: () -> Void
-            init(_ r: @escaping () -> Void) { run = r }
-        }
-        let job = Job { [self] in
+        BackgroundThread.start(named: "vaultaire-unmnt") { [self] in
             while true {
                 var poller = pollfd(fd: listener.rawValue, events: Int16(POLLIN), revents: 0)
                 guard poll(&poller, 1, -1) >= 0 || errno == EINTR else { return }
@@ -51,16 +47,6 @@ public final class UnmountWitnesses: @unchecked Sendable {  // `clients` and `fi
                 if done { return }
             }
         }
-        var thread = pthread_t()
-        let raw = Unmanaged.passRetained(job).toOpaque()
-        pthread_create(
-            &thread, nil,
-            { arg in
-                FileSystem.becomeBackgroundThread(named: "vaultaire-unmnt")
-                Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue().run()
-                return nil
-            }, raw)
-        pthread_detach(thread)
     }
 
     /// Takes every connection waiting now. Caller holds `lock`.
