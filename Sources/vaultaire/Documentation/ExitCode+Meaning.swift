@@ -17,6 +17,7 @@ extension ExitCode {
         case .rollback: return "index rolled back to an older version"
         case .mountFailed: return "mount failed"
         case .unsafeFile: return "a file in the vault or keychain directory is a symbolic link or not a regular file (refused, not followed)"
+        case .syncConflict: return "the vault was written on two machines at once: a sync client left conflict copies in it (writing refused; verify lists them)"
         case .usage: return "usage error (also: an argument that is not valid UTF-8)"
         case .localFileMissing: return "a local file (or the vault directory) does not exist"
         case .ioError: return "I/O error"
@@ -27,6 +28,6 @@ extension ExitCode {
     /// Every code, in order.
     static let all: [ExitCode] = [.success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
                                   .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
-                                  .busy, .rollback, .mountFailed, .unsafeFile, .usage, .localFileMissing, .ioError,
+                                  .busy, .rollback, .mountFailed, .unsafeFile, .syncConflict, .usage, .localFileMissing, .ioError,
                                   .permissionDenied]
 }
