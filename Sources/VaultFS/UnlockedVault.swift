@@ -8,7 +8,7 @@ import VaultSystem
 /// Its mutable state lives in `VaultState`, reachable only under `meta`; each open file has its own
 /// lock. Lock order: a file's lock before `meta`, never the reverse.
 // Every FUSE thread uses the vault: its mutable state is behind `meta` (and the reporter behind its own
-// lock); `notices` and `acceptedRollback` are written only while init runs.
+// lock); `notices`, `syncConflicts` and `acceptedRollback` are written only while init runs.
 public final class UnlockedVault: @unchecked Sendable {
     public let layout: VaultLayout
     public let header: VaultHeader
@@ -23,6 +23,9 @@ public final class UnlockedVault: @unchecked Sendable {
     public private(set) var notices: [String] = []
     /// Where the engine reports what it could not do while serving (see `onReport`).
     private let reporter = Guarded<((String) -> Void)?>(nil)
+    /// Conflict copies a sync client left beside the vault's files (found at a read-only open; a
+    /// writable open refuses with `SyncConflictError`). Set during init only.
+    public private(set) var syncConflicts: [SyncConflictCopy] = []
     /// Set when an older index was accepted at open: the generation this device had seen, and the one found.
     public private(set) var acceptedRollback: (seen: UInt64, found: UInt64)?
 
@@ -40,6 +43,12 @@ public final class UnlockedVault: @unchecked Sendable {
         // fdatasync of the journal through a descriptor of its own, so the reaper needs no lock of the vault's.
         let journal = try layout.indexDirectory().appending("journal")
         reaper = BlobReaper(beforeRemoving: { (try? journal.open(flags: O_RDONLY).dataSync()) != nil })
+        // Before anything is written (the lock file included): a refused open changes nothing.
+        let conflicts = try SyncConflict.scan(layout)
+        if !readOnly && !conflicts.isEmpty {
+            let files = UnlockedVault.fileNames(for: conflicts, layout: layout, header: header, keys: keys)
+            throw SyncConflictError(copies: UnlockedVault.describe(conflicts, root: layout.root, files: files))
+        }
         let lock = readOnly ? nil : try VaultLock.acquire(try layout.lockFile())
         lockFile = Guarded(lock)
         if let stale = lock?.staleNotice { notices.append(stale) }
@@ -47,6 +56,10 @@ public final class UnlockedVault: @unchecked Sendable {
         let (loaded, report) = try store.load(forWriting: !readOnly)
         meta = Guarded(VaultState(index: loaded, journal: store))
         notices += report.notices
+        if !conflicts.isEmpty {
+            syncConflicts = UnlockedVault.describe(
+                conflicts, root: layout.root, files: meta.withLock { $0.fileNamesByBlob() })
+        }
         if let seen = try generations?.generation(for: header.vaultID), seen > store.lastSeq {
             guard acceptRollback else {
                 releaseLock()

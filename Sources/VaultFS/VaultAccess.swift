@@ -85,6 +85,7 @@ public enum VaultAccess {
         keychain: Keychain, iterations: Int? = nil
     ) throws {
         let layout = VaultLayout(root: path)
+        try refuseSyncConflicts(layout)
         let lock = try VaultLock.acquire(try layout.lockFile())
         defer { withExtendedLifetime(lock) {} }
         var header = try layout.readHeader()
@@ -95,11 +96,23 @@ public enum VaultAccess {
         try layout.writeHeader(header)
     }
 
-    /// Throws EBUSY (naming the process) when another process has the vault open for writing; for
-    /// commands that change the header, to refuse before asking for anything. `changeCredential`
+    /// Throws when the vault may not be written now, for commands that change the header, to refuse
+    /// before asking for anything: `SyncConflictError` when a sync client left conflict copies in it,
+    /// EBUSY (naming the process) when another process has it open for writing. `changeCredential`
     /// checks again, holding the lock.
-    public static func checkNotOpenForWriting(at path: String) throws {
-        _ = try VaultLock.acquire(try VaultLayout(root: path).lockFile())
+    public static func checkWritable(at path: String) throws {
+        let layout = VaultLayout(root: path)
+        try refuseSyncConflicts(layout)
+        _ = try VaultLock.acquire(try layout.lockFile())
+    }
+
+    /// Throws `SyncConflictError` when the vault directory holds a sync client's conflict copies.
+    /// Without the index, copies of blobs are named by blob ID only.
+    static func refuseSyncConflicts(_ layout: VaultLayout) throws {
+        let conflicts = try SyncConflict.scan(layout)
+        guard conflicts.isEmpty else {
+            throw SyncConflictError(copies: UnlockedVault.describe(conflicts, root: layout.root, files: [:]))
+        }
     }
 
     /// Opens the recovery envelope with the phrase and returns the master key.

@@ -204,6 +204,41 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
         }
     }
 
+    /// One name in a directory listing, with what it is (a link is never followed to find out).
+    public struct Entry: Sendable {
+        public let name: String
+        public let isDirectory: Bool
+    }
+
+    /// The entries of this directory (without "." and ".."), reached through no symbolic link. The
+    /// corresponding C functions are `fdopendir` and `readdir`.
+    public func entries() throws -> [Entry] {
+        let fd = try openDirectory()
+        // fdopendir takes the descriptor it is given; closedir closes this duplicate.
+        let copy = try retryingEINTR("dup", path: path) { dup(fd.rawValue) }
+        guard let dir = fdopendir(copy) else {
+            let e = errno
+            _ = Glibc.close(copy)
+            throw SystemError(errno: e, operation: "opendir", path: path)
+        }
+        defer { closedir(dir) }
+        var found: [Entry] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name == "." || name == ".." { continue }
+            var isDirectory = Int32(entry.pointee.d_type) == DT_DIR
+            if Int32(entry.pointee.d_type) == DT_UNKNOWN {
+                var st = stat()
+                isDirectory =
+                    fstatat(fd.rawValue, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mode & S_IFMT == S_IFDIR
+            }
+            found.append(Entry(name: name, isDirectory: isDirectory))
+        }
+        return found
+    }
+
     private func parentDescriptor() throws -> FileDescriptor {
         try parent.openDirectory()
     }

@@ -118,6 +118,15 @@ func reportOpening(_ vault: UnlockedVault) {
                 + "\(found); changes made after the copy was taken are not in it")
     }
     for notice in vault.notices { printError("Notice: \(notice)") }
+    if let warning = syncConflictWarning(vault.syncConflicts) { printError(warning) }
+}
+
+/// One line for a read-only open of a vault holding sync conflict copies (a writable one refuses).
+func syncConflictWarning(_ copies: [SyncConflictCopy]) -> String? {
+    guard let first = copies.first else { return nil }
+    let which = copies.count == 1 ? "a conflict copy (\(first.path))" : "\(copies.count) conflict copies"
+    return "Warning: this vault was written on two machines at once: a sync client left \(which) beside its files; "
+        + "reading works, writing is refused until resolved ('vaultaire verify' lists them)"
 }
 
 /// Unlocks, runs `body`, then locks: a failure to persist at lock is reported like any other error.

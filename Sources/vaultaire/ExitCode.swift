@@ -29,6 +29,9 @@ enum ExitCode: Int32 {
     case remoteUnreachable = 23
     /// An object, manifest or backup header on the backup remote failed its check or is missing.
     case remoteDamaged = 24
+    /// A sync client left conflict copies in the vault (written on two machines at once): writing is
+    /// refused, and `verify` exits with it when it finds copies and no damage.
+    case syncConflict = 25
     case usage = 64
     /// A local file (not one inside the vault) or the vault directory itself does not exist.
     case localFileMissing = 66
@@ -87,6 +90,8 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as WordlistError: return ("Error: \(e)", .failure)
     case let e as UnsafeFileError:
         return ("Error: \(e)", .unsafeFile)
+    case let e as SyncConflictError:
+        return ("Error: \(e)", .syncConflict)
     case let e as DamagedFile:
         return ("Error: vault damaged: \(e)", .damaged)
     case let e as FSError:

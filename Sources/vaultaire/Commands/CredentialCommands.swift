@@ -23,7 +23,7 @@ enum PasswdCommand {
         let path = args.positionals[0]
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
-        try VaultAccess.checkNotOpenForWriting(at: path)
+        try VaultAccess.checkWritable(at: path)
         let current = try currentCredential(args, header: header)
         let master = try VaultAccess.unwrapMasterKey(at: path, credential: current, keychain: keychain)
         let (credential, pattern) = try newCredential(
@@ -60,7 +60,7 @@ enum RecoverCommand {
         let path = args.positionals[0]
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
-        try VaultAccess.checkNotOpenForWriting(at: path)
+        try VaultAccess.checkWritable(at: path)
         let phraseBytes = try SecretInput.obtain(
             args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
         // The phrase must pass through a String for Unicode normalization; see RecoveryPhrase.

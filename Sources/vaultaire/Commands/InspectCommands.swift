@@ -52,7 +52,9 @@ enum InfoCommand {
 
 enum VerifyCommand {
     static let spec = CommandSpec(
-        name: "verify", overview: "Authenticate every index record, file header and chunk; name every damaged file.",
+        name: "verify",
+        overview:
+            "Authenticate every index record, file header and chunk; name every damaged file and sync conflict copy.",
         usage: "vaultaire verify <vault> [--repair]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
@@ -96,6 +98,7 @@ enum VerifyCommand {
             print("DAMAGED \(path): \(reason)")
         }
         if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
+        for copy in vault.syncConflicts { print("CONFLICT \(copy.path): \(copy.holds)") }
         if let weak = WeakKDFWarning.shortfall(vault.header) {
             print("WEAK vault.header: key derivation below the floors: \(weak)")
         }
@@ -103,7 +106,15 @@ enum VerifyCommand {
         print(
             "Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged")."
         )
+        // Damage is the graver finding and keeps its code; conflict copies alone have their own.
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
+        if !vault.syncConflicts.isEmpty {
+            throw CLIError.message(
+                "the vault was written on two machines at once: \(vault.syncConflicts.count) sync conflict "
+                    + "cop\(vault.syncConflicts.count == 1 ? "y" : "ies") (CONFLICT above); nothing is lost, but "
+                    + "writing is refused until they are resolved (README: \"Using a vault in a sync folder\")",
+                .syncConflict)
+        }
     }
 }
 

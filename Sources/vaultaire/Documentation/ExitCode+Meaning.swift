@@ -25,6 +25,9 @@ extension ExitCode {
         case .remoteUnreachable: return "backup remote unreachable (rclone could not list, read or write it)"
         case .remoteDamaged:
             return "backup remote damaged (an object, manifest or backup header failed its check, or is missing)"
+        case .syncConflict:
+            return
+                "the vault was written on two machines at once: a sync client left conflict copies in it (writing refused; verify lists them)"
         case .usage: return "usage error (also: an argument that is not valid UTF-8)"
         case .localFileMissing: return "a local file (or the vault directory) does not exist"
         case .ioError: return "I/O error"
@@ -36,7 +39,8 @@ extension ExitCode {
     static let all: [ExitCode] = [
         .success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
         .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
-        .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .usage, .localFileMissing,
+        .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .syncConflict, .usage,
+        .localFileMissing,
         .ioError,
         .permissionDenied,
     ]

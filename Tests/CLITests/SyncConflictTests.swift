@@ -1,0 +1,185 @@
+import Foundation
+import XCTest
+
+/// A vault used on two machines at once through a sync folder (issue 23, point 5): the sync client's
+/// conflict copies are found at open, every writable command is refused (exit 25) with nothing in the
+/// vault directory changed, reading works with one warning, and `verify` names each copy.
+///
+/// Two machines are two copies of the vault directory and two keychain directories holding the same
+/// device salt (machine B enrolled), so each machine keeps its own record of the index generation.
+final class SyncConflictTests: XCTestCase {
+    static let conflictCode: Int32 = 25
+
+    struct Machines {
+        let w: CLIWorld
+        let pw: String
+        /// The vault as machine A has it; after `merge`, the sync folder's result.
+        let a: String
+        let b: String
+        let environmentB: [String: String]
+    }
+
+    /// A vault with one file, copied to two machines, each then changed on its own: A with `changeA`,
+    /// B with `changeB`, commands in which VAULT, PW, A_FILE, B_FILE and PW_B stand for that machine's
+    /// vault, the passphrase file, a file for each machine and a second passphrase file.
+    func split(changeA: [String], changeB: [String]) throws -> Machines {
+        let w = try CLIWorld()
+        let pw = w.file("pw", "correct horse battery\n")
+        let original = w.root + "/original"
+        try w.run([
+            "init", original, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", w.root + "/phrase",
+        ])
+        try w.run(["put", original, w.file("common.txt", "on both machines\n"), "/common.txt", "--passphrase-file", pw])
+        let fm = FileManager.default
+        let a = w.root + "/a/Vault"
+        let b = w.root + "/b/Vault"
+        for dir in [a, b] {
+            try fm.createDirectory(
+                atPath: (dir as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try fm.copyItem(atPath: original, toPath: dir)
+        }
+        try fm.copyItem(atPath: w.root + "/data", toPath: w.root + "/data-b")
+        let m = Machines(w: w, pw: pw, a: a, b: b, environmentB: ["XDG_DATA_HOME": w.root + "/data-b"])
+        let words = [
+            "PW": pw, "A_FILE": w.file("a.txt", "written on A\n"), "B_FILE": w.file("b.txt", "written on B\n"),
+            "PW_B": w.file("pw-b", "the passphrase set on B\n"),
+        ]
+        try w.run(changeA.map { $0 == "VAULT" ? a : words[$0] ?? $0 })
+        try w.run(changeB.map { $0 == "VAULT" ? b : words[$0] ?? $0 }, environment: m.environmentB)
+        return m
+    }
+
+    /// What a sync client does with B's version arriving at A: `conflicting` files of B land beside
+    /// A's under `conflictName`, B's files A lacks (new blobs: new names, no conflict) are copied over.
+    func merge(_ m: Machines, conflicting: [String], conflictName: (String) -> String) throws {
+        let fm = FileManager.default
+        for relative in conflicting {
+            try fm.copyItem(atPath: m.b + "/" + relative, toPath: m.a + "/" + conflictName(relative))
+        }
+        for relative in try fm.subpathsOfDirectory(atPath: m.b) where !fm.fileExists(atPath: m.a + "/" + relative) {
+            try fm.copyItem(atPath: m.b + "/" + relative, toPath: m.a + "/" + relative)
+        }
+    }
+
+    /// Every entry of `dir` with its type and size, and a SHA-256 of every file.
+    func listing(_ dir: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = [
+            "-c",
+            "cd \"$1\" && find . -printf '%y %s %p\\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum",
+            "sh", dir,
+        ]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The writable commands, each of which must refuse the merged vault.
+    func writableCommands(_ m: Machines) throws -> [[String]] {
+        let w = m.w
+        let a = m.a
+        let pw = m.pw
+        try FileManager.default.createDirectory(atPath: w.root + "/mnt", withIntermediateDirectories: true)
+        return [
+            ["put", a, w.file("new.txt", "new\n"), "/new.txt", "--passphrase-file", pw],
+            ["mkdir", a, "/d", "--passphrase-file", pw],
+            ["rm", a, "/common.txt", "--passphrase-file", pw],
+            ["verify", a, "--repair", "--passphrase-file", pw],
+            [
+                "passwd", a, "--passphrase-file", pw, "--new-passphrase-file",
+                w.file("pw2", "another good passphrase\n"),
+            ],
+            ["recover", a, "--recovery-phrase-file", w.root + "/phrase", "--new-passphrase-file", w.root + "/pw2"],
+            // Should a mount ever be let through, the idle limit ends its daemon, and with it the wait for its output.
+            ["mount", a, w.root + "/mnt", "--passphrase-file", pw, "--idle", "1"],
+        ]
+    }
+
+    func testAJournalWrittenOnTwoMachinesIsRefusedForWritingAndListedByVerify() throws {
+        let m = try split(
+            changeA: ["put", "VAULT", "A_FILE", "/from-a.txt", "--passphrase-file", "PW"],
+            changeB: ["put", "VAULT", "B_FILE", "/from-b.txt", "--passphrase-file", "PW"])
+        let copy = "index/journal.sync-conflict-20261204-101010-ABCDEFG"
+        try merge(m, conflicting: ["index/journal"]) { _ in copy }
+        let before = try listing(m.a)
+
+        for command in try writableCommands(m) {
+            let r = try m.w.run(command, expect: nil)
+            XCTAssertEqual(r.status, Self.conflictCode, "\(command[0]): \(r.stderr)")
+        }
+        let refusal = try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw], expect: nil)
+        XCTAssertEqual(
+            refusal.errorLines.map(String.init),
+            [
+                "Error: this vault was written on two machines at once: a sync client left 1 conflict copy beside its files. "
+                    + "Nothing has been changed; writing is refused until the copies are resolved (README: \"Using a vault in a "
+                    + "sync folder\"); ls, get, verify and mount --read-only still work.",
+                "  \(m.a)/\(copy): a copy of the index journal, holding the other machine's changes (index/journal)",
+            ])
+        XCTAssertEqual(try listing(m.a), before, "a refused command changed the vault directory")
+
+        let ls = try m.w.run(["ls", m.a, "/", "--passphrase-file", m.pw])
+        XCTAssertEqual(
+            ls.errorLines.map(String.init),
+            [
+                "Warning: this vault was written on two machines at once: a sync client left a conflict copy (\(m.a)/\(copy)) "
+                    + "beside its files; reading works, writing is refused until resolved ('vaultaire verify' lists them)"
+            ])
+
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
+        XCTAssertTrue(verify.stdout.contains("CONFLICT \(m.a)/\(copy): a copy of the index journal"), verify.stdout)
+
+        // Nothing is lost: B's change is in the copy, which opens in place of A's journal (in a backup).
+        let backup = m.w.root + "/both"
+        try FileManager.default.copyItem(atPath: m.a, toPath: backup)
+        try FileManager.default.moveItem(atPath: backup + "/index/journal", toPath: m.w.root + "/journal-of-a")
+        try FileManager.default.moveItem(atPath: backup + "/" + copy, toPath: backup + "/index/journal")
+        let other = try m.w.run(["ls", backup, "/", "--passphrase-file", m.pw])
+        XCTAssertTrue(other.stdout.contains("from-b.txt"), other.stdout)
+    }
+
+    func testAHeaderWrittenOnTwoMachinesIsRefusedForWritingAndListedByVerify() throws {
+        let m = try split(
+            changeA: ["put", "VAULT", "A_FILE", "/from-a.txt", "--passphrase-file", "PW"],
+            changeB: ["passwd", "VAULT", "--passphrase-file", "PW", "--new-passphrase-file", "PW_B"])
+        let copy = "vault.header (host's conflicted copy 2026-12-04)"
+        try merge(m, conflicting: ["vault.header"]) { _ in copy }
+        let before = try listing(m.a)
+
+        for command in try writableCommands(m) {
+            let r = try m.w.run(command, expect: nil)
+            XCTAssertEqual(r.status, Self.conflictCode, "\(command[0]): \(r.stderr)")
+        }
+        XCTAssertEqual(try listing(m.a), before, "a refused command changed the vault directory")
+
+        let ls = try m.w.run(["ls", m.a, "/", "--passphrase-file", m.pw])
+        XCTAssertEqual(
+            ls.errorLines.filter { $0.hasPrefix("Warning: this vault was written on two machines at once") }.count, 1,
+            ls.stderr)
+
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
+        XCTAssertTrue(verify.stdout.contains("CONFLICT \(m.a)/\(copy): a copy of the vault header"), verify.stdout)
+    }
+}
+
+extension SyncConflictTests {
+    /// A blob changed on both machines through their mounts: the copy is named by the file it holds.
+    func testACopyOfABlobNamesTheFileItHolds() throws {
+        let m = try split(
+            changeA: ["mkdir", "VAULT", "/a", "--passphrase-file", "PW"],
+            changeB: ["mkdir", "VAULT", "/b", "--passphrase-file", "PW"])
+        let fm = FileManager.default
+        let blob = try fm.subpathsOfDirectory(atPath: m.a).first {
+            $0.hasPrefix("blobs/") && $0.count == "blobs/xx/".count + 30
+        }!
+        try fm.copyItem(atPath: m.b + "/" + blob, toPath: m.a + "/" + blob + ".sync-conflict-20261204-101010-ABCDEFG")
+
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
+        XCTAssertTrue(verify.stdout.contains(": a copy of the contents of /common.txt (\(blob))"), verify.stdout)
+    }
+}
