@@ -19,11 +19,31 @@ final class VaultLock {
 
     /// Takes the lock, or throws EBUSY naming the process that holds it.
     static func acquire(_ file: AnchoredPath) throws -> VaultLock {
-        let fd = try file.open(flags: O_RDWR | O_CREAT, mode: 0o600)
-        if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
-            let holder = readPID(fd).map { "process \($0)" } ?? "another process"
-            throw FSError(EBUSY, "the vault is already open by \(holder) (mounted, or a command running on it)")
+        var attempts = 0
+        while true {
+            let fd = try file.open(flags: O_RDWR | O_CREAT, mode: 0o600)
+            if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
+                let holder = readPID(fd).map { "process \($0)" } ?? "another process"
+                throw FSError(EBUSY, "the vault is already open by \(holder) (mounted, or a command running on it)")
+            }
+            // The holder before us removes the file as it lets go: if it did so between our open and our
+            // flock, we hold a lock on a file no one else will find, while the next process makes a
+            // new one and locks that. Only a lock on the file still at the path counts.
+            if try isCurrent(fd, at: file) { return try finishAcquiring(fd, file) }
+            attempts += 1
+            guard attempts < 100 else { throw FSError(EBUSY, "mount.lock keeps changing under this process") }
         }
+    }
+
+    /// Whether `fd` is the file now at `file` (not one removed and replaced since it was opened).
+    static func isCurrent(_ fd: FileDescriptor, at file: AnchoredPath) throws -> Bool {
+        let held = try fd.identity()
+        guard held.links > 0 else { return false }
+        guard let now = try? file.open(flags: O_RDONLY).identity() else { return false }
+        return now.device == held.device && now.inode == held.inode
+    }
+
+    private static func finishAcquiring(_ fd: FileDescriptor, _ file: AnchoredPath) throws -> VaultLock {
         let lock = VaultLock(fd: fd, file: file)
         if (try? fd.size()) ?? 0 > 0 {
             lock.staleNotice =

@@ -102,6 +102,13 @@ public final class FileDescriptor: @unchecked Sendable {
         return Int(st.st_size)
     }
 
+    /// Which file this is: its device and inode numbers, and how many names it has (0: removed).
+    public func identity() throws -> (device: UInt64, inode: UInt64, links: UInt64) {
+        var st = stat()
+        try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
+        return (UInt64(st.st_dev), UInt64(st.st_ino), UInt64(st.st_nlink))
+    }
+
     public func isDirectory() throws -> Bool {
         var st = stat()
         try retryingEINTR("fstat", path: path) { fstat(rawValue, &st) }
