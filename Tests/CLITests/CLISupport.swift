@@ -38,6 +38,19 @@ final class CLIWorld {
         return path
     }
 
+    /// A vault at `root/vault` with small KDF counts, its passphrase file and its recovery phrase file.
+    func makeVault(remember: Bool = false) throws -> (vault: String, pw: String, phraseFile: String) {
+        let pw = file("pw", "correct horse battery\n")
+        let vault = root + "/vault"
+        let phraseFile = root + "/phrase.txt"
+        try run(
+            [
+                "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+                "--recovery-phrase-out", phraseFile,
+            ] + (remember ? ["--remember"] : []))
+        return (vault, pw, phraseFile)
+    }
+
     /// Starts the command; the caller waits (or kills).
     func start(_ args: [String], environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
         let p = Process()

@@ -2,21 +2,9 @@ import Foundation
 import XCTest
 
 final class CommandTests: XCTestCase {
-    func makeVault(_ w: CLIWorld, remember: Bool = false) throws -> (vault: String, pw: String, phraseFile: String) {
-        let pw = w.file("pw", "correct horse battery\n")
-        let vault = w.root + "/vault"
-        let phraseFile = w.root + "/phrase.txt"
-        try w.run(
-            [
-                "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-                "--recovery-phrase-out", phraseFile,
-            ] + (remember ? ["--remember"] : []))
-        return (vault, pw, phraseFile)
-    }
-
     func testDistinctExitCodesAndOneLineErrors() throws {
         let w = try CLIWorld()
-        let (vault, pw, _) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         let wrong = w.file("wrong", "not the passphrase")
         let cases: [([String], [String: String], Int32)] = [
             (["frobnicate"], [:], 64),
@@ -55,7 +43,7 @@ final class CommandTests: XCTestCase {
 
     func testPutGetLsVerifyAndDamageIsNamed() throws {
         let w = try CLIWorld()
-        let (vault, pw, _) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         let payload = (0..<200_000).map { _ in UInt8.random(in: 0...255) }
         let src = w.root + "/payload.bin"
         try Data(payload).write(to: URL(fileURLWithPath: src))
@@ -91,7 +79,7 @@ final class CommandTests: XCTestCase {
 
     func testPasswdRecoverRememberAndNoSecretInAnyOutput() throws {
         let w = try CLIWorld()
-        let (vault, pw, phraseFile) = try makeVault(w, remember: true)
+        let (vault, pw, phraseFile) = try w.makeVault(remember: true)
         let newPw = w.file("new", "a much better passphrase\n")
         let newer = w.file("newer", "recovered on a new machine\n")
         try w.run(["put", vault, w.file("note", "just a note\n"), "/note", "--passphrase-file", pw])
@@ -138,7 +126,7 @@ final class CommandTests: XCTestCase {
 
     func testVerifyChecksTheBackupEnvelopeWhenGivenTheCredential() throws {
         let w = try CLIWorld()
-        let (vault, pw, _) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         let ok = try w.run(["verify", vault, "--passphrase-file", pw])
         XCTAssertTrue(ok.stdout.contains("and the backup envelope: all intact"), ok.stdout)
         var header = try Data(contentsOf: URL(fileURLWithPath: vault + "/vault.header"))

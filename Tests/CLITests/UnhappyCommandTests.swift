@@ -4,16 +4,6 @@ import XCTest
 /// Commands on their unhappy paths: nothing the user had is lost by a failed or interrupted command,
 /// and every error names what it is about.
 final class UnhappyCommandTests: XCTestCase {
-    private func makeVault(_ w: CLIWorld) throws -> (vault: String, pw: String) {
-        let pw = w.file("pw", "correct horse battery\n")
-        let vault = w.root + "/vault"
-        try w.run([
-            "init", vault, "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-            "--recovery-phrase-out", w.root + "/phrase.txt",
-        ])
-        return (vault, pw)
-    }
-
     private func content(_ w: CLIWorld, _ vault: String, _ pw: String, _ path: String) throws -> CLIWorld.Result {
         try w.run(["get", vault, path, "-", "--passphrase-file", pw], expect: nil)
     }
@@ -21,7 +11,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// Issue scenario: `put VAULT somedir /existing.txt` fails and leaves the old file as it was.
     func testFailedPutKeepsTheOldFile() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         try w.run(["put", vault, w.file("old", "the old content\n"), "/existing.txt", "--passphrase-file", pw])
         try FileManager.default.createDirectory(atPath: w.root + "/somedir", withIntermediateDirectories: true)
         let r = try w.run(["put", vault, w.root + "/somedir", "/existing.txt", "--passphrase-file", pw], expect: nil)
@@ -36,7 +26,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// the next writable open reclaims what the interrupted put left, and verify stays quiet about it.
     func testInterruptedPutKeepsTheOldFile() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         try w.run(["put", vault, w.file("old", "the old content\n"), "/existing.txt", "--passphrase-file", pw])
         let fifo = w.root + "/slow-source"
         for signal in [SIGKILL, SIGTERM, SIGINT] {
@@ -65,7 +55,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// Local names that are not UTF-8 are refused with a clear error; two such names never collide.
     func testNonUTF8NamesAreNotMangled() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         let script = """
             set -u
             cd '\(w.root)' || exit 9
@@ -99,7 +89,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// file, the local file keeps its content and the error names the vault path.
     func testGetNeverDestroysALocalFile() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         try w.run([
             "put", vault, w.file("src", String(repeating: "vault data\n", count: 1000)), "/doc.txt",
             "--passphrase-file", pw,
@@ -135,7 +125,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// by every command, and accepted deliberately with --accept-rollback, with a warning.
     func testRestoringAnOlderCopy() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         try w.run(["put", vault, w.file("a", "first\n"), "/a.txt", "--passphrase-file", pw])
         let copy = w.root + "/copy"
         XCTAssertEqual(try runTool("/bin/cp", ["-a", vault, copy]), 0)
@@ -159,7 +149,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// Exit codes and messages that say what happened.
     func testErrorsSayWhatHappened() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         // A missing passphrase file is a local file, not a file inside the vault.
         let missingSecret = try w.run(["ls", vault, "--passphrase-file", w.root + "/nope"], expect: 66)
         XCTAssertTrue(missingSecret.stderr.contains(w.root + "/nope"), missingSecret.stderr)
@@ -187,7 +177,7 @@ final class UnhappyCommandTests: XCTestCase {
     /// envelope opens with it), so the error says the header is damaged, not "wrong credential".
     func testDamagedCredentialEnvelopeIsNotAWrongCredential() throws {
         let w = try CLIWorld()
-        let (vault, pw) = try makeVault(w)
+        let (vault, pw, _) = try w.makeVault()
         let headerPath = vault + "/vault.header"
         let original = try Data(contentsOf: URL(fileURLWithPath: headerPath))
         let range = try credentialEnvelopeCiphertext(original)
