@@ -19,6 +19,8 @@ import VaultSystem
 /// place never reuses a (key, nonce) pair.
 public final class FileBlob {
     public static let magic: [UInt8] = Array("VLTF".utf8)
+    /// The blob layout this build writes (the header has its own version).
+    public static let layoutVersion = 1
     public static let headerLabel = "vaultaire.v1.file-header"
     static let publicSize = 24
     static let headerPlaintextSize = 512
@@ -54,7 +56,7 @@ public final class FileBlob {
     static func publicBytes(blobID: [UInt8], chunkSizeLog2: UInt8) -> [UInt8] {
         var w = ByteWriter()
         w.raw(magic)
-        w.u8(UInt8(VaultHeader.formatVersion))
+        w.u8(UInt8(FileBlob.layoutVersion))
         w.u8(chunkSizeLog2)
         w.u16(0)
         w.raw(blobID)

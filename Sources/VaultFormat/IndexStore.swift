@@ -14,6 +14,8 @@ import VaultSystem
 /// Record AAD:   "vaultaire.v1.journal" ‖ vault ID ‖ seq. Records carry consecutive sequence numbers
 /// starting after the snapshot's, so a dropped, reordered or replayed record is detected.
 public final class IndexStore {
+    /// The version of `index/snapshot` and `index/journal` this build writes (the header has its own).
+    public static let formatVersion = 1
     public static let snapshotLabel = "vaultaire.v1.snapshot"
     public static let journalLabel = "vaultaire.v1.journal"
     static let snapshotMagic: [UInt8] = Array("VLTS".utf8)
@@ -88,7 +90,7 @@ public final class IndexStore {
             throw FormatError.damaged("index journal header")
         }
         let journalVersion = Int(head[4]) | Int(head[5]) << 8
-        guard journalVersion == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
+        guard journalVersion == IndexStore.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
         guard Array(head[6..<22]) == vaultID else {
             throw FormatError.damaged("index journal belongs to another vault")
         }
@@ -212,7 +214,7 @@ public final class IndexStore {
     private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
         var head = ByteWriter()
         head.raw(IndexStore.snapshotMagic)
-        head.u16(UInt16(VaultHeader.formatVersion))
+        head.u16(UInt16(IndexStore.formatVersion))
         head.raw(vaultID)
         head.u64(seq)
         let nonce = try SecureRandom.bytes(12)
@@ -229,7 +231,7 @@ public final class IndexStore {
         var r = ByteReader(bytes, what: "index snapshot")
         guard try r.raw(4) == IndexStore.snapshotMagic else { throw FormatError.damaged("index snapshot header") }
         let version = Int(try r.u16())
-        guard version == VaultHeader.formatVersion else { throw FormatError.unsupportedVersion(version) }
+        guard version == IndexStore.formatVersion else { throw FormatError.unsupportedVersion(version) }
         guard try r.raw(16) == vaultID else { throw FormatError.damaged("index snapshot belongs to another vault") }
         let seq = try r.u64()
         let head = Array(bytes[0..<30])
@@ -249,7 +251,7 @@ public final class IndexStore {
     private func startJournal() throws {
         var w = ByteWriter()
         w.raw(IndexStore.journalMagic)
-        w.u16(UInt16(VaultHeader.formatVersion))
+        w.u16(UInt16(IndexStore.formatVersion))
         w.raw(vaultID)
         try journalFile.replace(with: w.bytes)
         journalBytes = w.bytes.count

@@ -8,6 +8,8 @@ import VaultSystem
 /// AAD: "vaultaire.v1.thumbnail" ‖ vault ID ‖ inode ID ‖ blob ID, so a thumbnail cannot be moved to another file.
 public enum Thumbnail {
     static let magic: [UInt8] = Array("VLTT".utf8)
+    /// The version byte of a sealed thumbnail (the header has its own).
+    public static let formatVersion = 1
     public static let maximumSize = 4 << 20
 
     static func aad(vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]) -> [UInt8] {
@@ -28,13 +30,13 @@ public enum Thumbnail {
         let nonce = try SecureRandom.bytes(12)
         let sealed = try AESGCM.seal(
             image, using: key, nonce: nonce, authenticating: aad(vaultID: vaultID, inodeID: inodeID, blobID: blobID))
-        return magic + [UInt8(VaultHeader.formatVersion)] + nonce + sealed
+        return magic + [UInt8(Thumbnail.formatVersion)] + nonce + sealed
     }
 
     public static func open(
         _ bytes: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]
     ) throws -> [UInt8] {
-        guard bytes.count >= 5 + 12 + 16, Array(bytes[0..<4]) == magic, bytes[4] == UInt8(VaultHeader.formatVersion)
+        guard bytes.count >= 5 + 12 + 16, Array(bytes[0..<4]) == magic, bytes[4] == UInt8(Thumbnail.formatVersion)
         else {
             throw FormatError.damaged("thumbnail header")
         }
