@@ -28,13 +28,12 @@ public enum Backup {
     /// while its files are read (hashed and uploaded), so a writer can neither start nor be running:
     /// `FSError(EBUSY)` while one has the vault open.
     public static func run(
-        vault path: String, master: SecureBytes, keychain: Keychain?, rclone: Rclone, keep: Int,
-        status: (String) -> Void, notice: (String) -> Void
+        vault path: String, master: SecureBytes, backupHeader: BackupHeader, keychain: Keychain?, rclone: Rclone,
+        keep: Int, status: (String) -> Void, notice: (String) -> Void
     ) throws -> Summary {
         precondition(keep >= 1)
         let layout = VaultLayout(root: FileSystem.canonicalPath(path) ?? path)
         let header = try layout.readHeader()
-        let backupHeader = try BackupHeader(of: header)
         let headerHash = try SHA256Stream.digest(backupHeader.bytes)
         var summary = Summary()
 

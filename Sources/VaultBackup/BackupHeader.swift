@@ -7,16 +7,17 @@ import VaultFormat
 ///     offset size
 ///      0      4   magic "VLTB"
 ///      4      2   backup format version (1)
-///      6     24   the vault header's first 24 bytes: "VLTV" | u16 version | vault ID [16] | chunk log2 | 0
+///      6     24   the envelope prefix: "VLTV" | u16 1 | vault ID [16] | chunk log2 | 0
 ///     30      1   credential kind (1 passphrase, 2 pattern)
 ///     31      1   pattern rows (0 for a passphrase)
 ///     32      1   pattern columns (0 for a passphrase)
-///     33     96   recovery envelope, as in vault.header bytes 99..<195
-///    129     64   backup envelope, as in vault.header bytes 195..<259
+///     33     96   recovery envelope, as vault.header stores it
+///    129     64   backup envelope: iterations u32 | nonce [12] | sealed [48]
 ///    193          end
 ///
-/// The envelopes are copied from `vault.header` unchanged, so their AADs (docs/FORMAT.md) are the vault
-/// header's, built from the 24 bytes at offset 6; the backup envelope's key needs no device salt.
+/// The recovery envelope is copied from `vault.header` unchanged; the backup envelope is made at backup
+/// time from the credential (the vault keeps none since format version 2). Both AADs are built from
+/// the envelope prefix at offset 6 (docs/FORMAT.md); the backup envelope's key needs no device salt.
 /// The credential kind is not covered by an AAD; the object's name (its hash), which the sealed
 /// manifest authenticates, covers every byte.
 public struct BackupHeader: Equatable {
@@ -25,21 +26,25 @@ public struct BackupHeader: Equatable {
 
     /// The header as bytes: what is uploaded and hashed.
     public let bytes: [UInt8]
-    /// The vault header this backup header stands for, with an empty credential envelope.
+    /// The envelopes as a version-1 vault header with an empty credential envelope (its slot).
     public let vaultHeader: VaultHeader
 
     public var vaultID: [UInt8] { vaultHeader.vaultID }
 
-    /// The backup header of a vault, taken from its `vault.header`.
-    public init(of header: VaultHeader) throws {
-        let v = header.encoded()
+    /// The backup header of a vault: its recovery envelope, and a backup envelope made for the
+    /// credential of `slot` (the one the owner typed).
+    public init(of header: VaultHeader, slot: VaultHeader.DeviceSlot, backup: VaultHeader.BackupEnvelope) throws {
         var w = ByteWriter(capacity: BackupHeader.encodedSize)
         w.raw(BackupHeader.magic)
         w.u16(UInt16(BackupFormat.version))
-        w.raw(v[0..<24])
-        w.raw(v[24..<27])
-        w.raw(v[99..<195])
-        w.raw(v[195..<259])
+        w.raw(header.envelopePrefix)
+        w.u8(slot.kind.rawValue)
+        w.u8(slot.patternRows)
+        w.u8(slot.patternColumns)
+        w.raw(header.recoveryBytes)
+        w.u32(backup.iterations)
+        w.raw(backup.nonce)
+        w.raw(backup.sealed)
         try self.init(decoding: w.bytes)
     }
 
@@ -53,9 +58,10 @@ public struct BackupHeader: Equatable {
         guard bytes.count == BackupHeader.encodedSize else {
             throw FormatError.malformed("backup header size \(bytes.count)")
         }
-        // The vault header's layout with a blank credential envelope; its decoder checks the prefix
-        // (magic, vault format version, chunk size, reserved byte) and the credential kind.
-        var v = ByteWriter(capacity: VaultHeader.encodedSize)
+        // A version-1 vault header's layout with a blank credential envelope; its decoder checks the
+        // prefix (magic, version 1, chunk size, reserved byte), the credential kind and the counts.
+        guard bytes[10] == 1, bytes[11] == 0 else { throw FormatError.malformed("backup header envelope prefix") }
+        var v = ByteWriter(capacity: VaultHeader.version1Size)
         v.raw(bytes[6..<30])
         v.raw(bytes[30..<33])
         v.raw(bytes[129..<133])  // the credential count: the backup envelope's
@@ -68,7 +74,8 @@ public struct BackupHeader: Equatable {
 
     /// Opens the backup envelope with the credential (no device salt).
     public func unlock(credential: Credential) throws -> SecureBytes {
-        try vaultHeader.unlockWithBackupKey(credential: credential)
+        guard let envelope = vaultHeader.legacyBackup else { preconditionFailure("decoded with a backup envelope") }
+        return try vaultHeader.unlock(backup: envelope, credential: credential)
     }
 
     /// Opens the recovery envelope with the normalized recovery phrase.

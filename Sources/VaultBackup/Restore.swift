@@ -180,10 +180,10 @@ public enum Restore {
                 placed[object] = destination
             }
         }
-        var vaultHeader = header.vaultHeader
-        try vaultHeader.wrapForCredential(
-            master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
-            iterations: Int(header.vaultHeader.backup.iterations))
+        let vaultHeader = try header.vaultHeader.restored(
+            master: master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
+            name: FileSystem.hostName, iterations: Int(header.vaultHeader.legacyBackup?.iterations ?? 0),
+            now: Int64(time(nil)))
         try FileSystem.syncFileSystem(containing: layout.root)
         // The header last, as `init` does: a directory without it is not (yet) a vault. (Written as a
         // temporary created O_EXCL beside it, synced, renamed.)

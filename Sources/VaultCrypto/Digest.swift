@@ -40,6 +40,12 @@ public enum Digest {
         try hmac(key: key, message: message, algorithm: "SHA512", length: 64)
     }
 
+    /// HMAC-SHA256 keyed by a secret: a MAC tag (not secret) of `message`.
+    public static func hmacSHA256(key: SecureBytes, message: [UInt8]) throws -> [UInt8] {
+        let tag = try hmac(key: key, message: message, algorithm: "SHA256", length: 32)
+        return tag.withUnsafeBytes { Array($0) }
+    }
+
     /// HMAC with the digest named `algorithm`; on any failure the output is wiped and an error thrown.
     static func hmac(key: SecureBytes, message: [UInt8], algorithm: String, length: Int) throws -> SecureBytes {
         let md = try fetch(algorithm)

@@ -11,7 +11,8 @@ import VaultSystem
 // lock); `notices`, `syncConflicts` and `acceptedRollback` are written only while init runs.
 public final class UnlockedVault: @unchecked Sendable {
     public let layout: VaultLayout
-    public let header: VaultHeader
+    /// The header as this open found it, or as it migrated it to the current version (set during init only).
+    public private(set) var header: VaultHeader
     public let readOnly: Bool
     let keys: KeySchedule
     let meta: Guarded<VaultState>
@@ -28,6 +29,9 @@ public final class UnlockedVault: @unchecked Sendable {
     public private(set) var syncConflicts: [SyncConflictCopy] = []
     /// Set when an older index was accepted at open: the generation this device had seen, and the one found.
     public private(set) var acceptedRollback: (seen: UInt64, found: UInt64)?
+    /// Set when the header's checksum or MAC did not match (a read-only open only; a writable one
+    /// refuses). Set during init only.
+    public private(set) var headerDamaged = false
 
     public static let maximumNameLength = 255
 
@@ -40,6 +44,11 @@ public final class UnlockedVault: @unchecked Sendable {
         self.readOnly = readOnly
         self.keys = try KeySchedule(master: master)
         self.generations = generations
+        // Before anything is written: a header altered since its owner sealed it is refused for writing.
+        if !header.isAuthentic(master: master) {
+            guard readOnly else { throw FormatError.damaged(HeaderDamage.message) }
+            headerDamaged = true
+        }
         // fdatasync of the journal through a descriptor of its own, so the reaper needs no lock of the vault's.
         let journal = try layout.indexDirectory().appending("journal")
         reaper = BlobReaper(beforeRemoving: { (try? journal.open(flags: O_RDONLY).dataSync()) != nil })
@@ -69,6 +78,34 @@ public final class UnlockedVault: @unchecked Sendable {
             acceptedRollback = (seen, store.lastSeq)
         }
         if !readOnly { notices += try recoverAfterCrash() }
+        if !readOnly && header.version < VaultHeader.formatVersion { try upgradeFormat(master: master) }
+    }
+
+    /// Migrates a version-1 vault in place: first the header (one atomic rename; the old header stays
+    /// until the new one is durable), then the index (a compaction writes the current snapshot
+    /// version and an empty journal, also atomically). A crash between the two leaves a version-2
+    /// header beside a version-1 index, which opens, and the next writable open compacts again.
+    /// Blobs keep their layout until they are rewritten (`vaultaire upgrade --compact`).
+    private func upgradeFormat(master: SecureBytes) throws {
+        var upgraded = header
+        try upgraded.renameSlot(at: 0, to: migratedSlotName(upgraded.slots[0]), master: master)
+        try layout.writeHeader(upgraded)
+        header = upgraded
+        try meta.withLock { s in try s.journal.compact(s.index) }
+        notices.append(
+            "upgraded the vault to format version \(VaultHeader.formatVersion) (device slots, an authenticated "
+                + "header; no backup envelope beside the vault); older versions of vaultaire cannot open it now")
+    }
+
+    /// A version-1 header's one envelope becomes the slot of the device whose salt it names: this
+    /// machine's name when that is this machine's salt, else a name made of its salt ID.
+    private func migratedSlotName(_ slot: VaultHeader.DeviceSlot) -> String {
+        if let salt = try? generations?.deviceSalt(create: false),
+            let id = try? VaultHeader.saltID(of: salt), id == slot.saltID
+        {
+            return FileSystem.hostName
+        }
+        return "device \(slot.saltID.hex)"
     }
 
     func releaseLock() { lockFile.withLock { $0 = nil } }

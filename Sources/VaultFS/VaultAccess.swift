@@ -13,6 +13,8 @@ public enum VaultAccess {
         /// 4 KiB chunks: random 4 KiB I/O needs no read-modify-write and small files take one chunk;
         /// sequential I/O batches runs of chunks into one system call (docs/PERFORMANCE.md, "Chunk size").
         public var chunkSizeLog2: UInt8 = 12
+        /// The name of this device's slot (`vaultaire device list`).
+        public var deviceName = FileSystem.hostName
         public init() {}
     }
 
@@ -32,9 +34,10 @@ public enum VaultAccess {
         let phrase = try RecoveryPhrase.generate(words: wordlist)
         let phraseBytes = try RecoveryPhrase.validate(phrase, words: wordlist)
         let (header, master) = try VaultHeader.create(
-            credential: credential, pattern: pattern, deviceSalt: salt, iterations: options.iterations,
-            recoveryPhrase: phraseBytes, recoveryIterations: options.recoveryIterations,
-            chunkSizeLog2: options.chunkSizeLog2)
+            credential: credential, pattern: pattern, deviceSalt: salt, deviceName: options.deviceName,
+            iterations: options.iterations, recoveryPhrase: phraseBytes,
+            recoveryIterations: options.recoveryIterations, chunkSizeLog2: options.chunkSizeLog2,
+            now: nowNanoseconds() / 1_000_000_000)
         let layout = VaultLayout(root: path)
         let old = umask(0o077)
         defer { umask(old) }
@@ -51,7 +54,10 @@ public enum VaultAccess {
         try VaultLayout(root: path).readHeader()
     }
 
-    /// Derives the vault key from the credential and this device's salt, and unwraps the master key.
+    /// Derives the vault key from the credential and this device's salt, and unwraps the master key
+    /// from this device's slot. When the slot does not open, tells a wrong credential from a damaged
+    /// header: the header's checksum, and a remembered master key (whose MAC check needs no
+    /// credential), say which it is. The header's MAC is checked when the vault is opened.
     public static func unwrapMasterKey(
         at path: String, credential: Credential, keychain: Keychain
     ) throws -> SecureBytes {
@@ -60,7 +66,28 @@ public enum VaultAccess {
         do { salt = try keychain.deviceSalt(create: false) } catch KeychainError.notFound {
             throw FormatError.deviceMismatch
         }
-        return try header.unlock(credential: credential, deviceSalt: salt)
+        guard let slot = header.slotIndex(saltID: try VaultHeader.saltID(of: salt)) else {
+            // A damaged salt ID hides this device's slot: a slot that opens all the same shows it.
+            if !header.checksumMatches {
+                for i in header.slots.indices {
+                    if let master = try? header.unlock(slot: i, credential: credential, deviceSalt: salt) {
+                        master.wipe()
+                        throw FormatError.damaged(HeaderDamage.message)
+                    }
+                }
+            }
+            throw FormatError.deviceMismatch
+        }
+        do {
+            return try header.unlock(slot: slot, credential: credential, deviceSalt: salt)
+        } catch FormatError.wrongCredential {
+            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.message) }
+            if let remembered = try? keychain.getMasterKey(for: header.vaultID) {
+                defer { remembered.wipe() }
+                if !header.isAuthentic(master: remembered) { throw FormatError.damaged(HeaderDamage.message) }
+            }
+            throw FormatError.wrongCredential
+        }
     }
 
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
@@ -77,23 +104,76 @@ public enum VaultAccess {
             acceptRollback: acceptRollback)
     }
 
-    /// Sets a new credential: the master key is rewrapped; no index record or blob changes. Holds the
-    /// vault lock meanwhile, so the header never changes under a process that has the vault open for
-    /// writing (a mount that rewrote it would not know), and throws EBUSY naming that process.
-    public static func changeCredential(
-        at path: String, master: SecureBytes, newCredential: Credential, pattern: Pattern?,
-        keychain: Keychain, iterations: Int? = nil
-    ) throws {
+    /// Sets this device's credential: its slot is resealed (or added, on a device that has none yet:
+    /// the recovery phrase's way onto a new machine); other devices' slots, the recovery envelope, every
+    /// index record and blob stay as they are. Holds the vault lock meanwhile, so the header never
+    /// changes under a process that has the vault open for writing (a mount that rewrote it would not
+    /// know), and throws EBUSY naming that process. A damaged header is refused: resealing it would
+    /// hide the damage (`repairHeader` is the way). A version-1 header becomes version 2.
+    /// - Returns: whether this device already had a slot.
+    @discardableResult
+    public static func setCredential(
+        at path: String, master: SecureBytes, credential: Credential, pattern: Pattern?,
+        keychain: Keychain, iterations: Int? = nil, deviceName: String? = nil
+    ) throws -> Bool {
+        try withHeaderForChange(at: path, master: master) { header in
+            let salt = try keychain.deviceSalt(create: true)
+            let existing = header.slotIndex(saltID: try VaultHeader.saltID(of: salt))
+            let cost = iterations ?? Int(existing.map { header.slots[$0].iterations } ?? header.largestSlotIterations)
+            try header.setSlot(
+                master: master, credential: credential, pattern: pattern, deviceSalt: salt,
+                name: deviceName ?? existing.map { header.slots[$0].name } ?? FileSystem.hostName,
+                iterations: cost, now: nowNanoseconds() / 1_000_000_000)
+            return existing != nil
+        }
+    }
+
+    /// Removes the slot named `nameOrID` (its device name, or its salt ID in hex); never the last one.
+    /// - Returns: the removed slot.
+    public static func removeDevice(
+        at path: String, master: SecureBytes, nameOrID: String
+    ) throws -> VaultHeader.DeviceSlot {
+        try withHeaderForChange(at: path, master: master) { header in
+            let matches = header.slots.indices.filter {
+                header.slots[$0].name == nameOrID || header.slots[$0].saltID.hex == nameOrID.lowercased()
+            }
+            guard let index = matches.first else { throw DeviceSlotError.noSuchDevice(nameOrID) }
+            guard matches.count == 1 else { throw DeviceSlotError.ambiguous(nameOrID, matches.count) }
+            guard header.slots.count > 1 else { throw DeviceSlotError.lastSlot(header.slots[index].name) }
+            let removed = header.slots[index]
+            try header.removeSlot(at: index, master: master)
+            return removed
+        }
+    }
+
+    /// Rewrites a damaged header's checksum and MAC, keeping every slot and the recovery envelope as
+    /// they are: what the owner of `master` does once `verify` has said the header is damaged.
+    /// Slots that no longer open stay unusable (remove them with `removeDevice`).
+    public static func repairHeader(at path: String, master: SecureBytes) throws {
         let layout = VaultLayout(root: path)
         try refuseSyncConflicts(layout)
         let lock = try VaultLock.acquire(try layout.lockFile())
         defer { withExtendedLifetime(lock) {} }
         var header = try layout.readHeader()
-        let salt = try keychain.deviceSalt(create: true)
-        try header.wrapForCredential(
-            master, credential: newCredential, pattern: pattern, deviceSalt: salt,
-            iterations: iterations ?? Int(header.credential.iterations))
+        guard !header.isAuthentic(master: master) else { return }
+        try header.reseal(master: master)
         try layout.writeHeader(header)
+    }
+
+    /// Reads the header under the vault lock, lets `change` alter it, and writes it back atomically.
+    /// Refuses a header that `master` does not authenticate.
+    private static func withHeaderForChange<R>(
+        at path: String, master: SecureBytes, _ change: (inout VaultHeader) throws -> R
+    ) throws -> R {
+        let layout = VaultLayout(root: path)
+        try refuseSyncConflicts(layout)
+        let lock = try VaultLock.acquire(try layout.lockFile())
+        defer { withExtendedLifetime(lock) {} }
+        var header = try layout.readHeader()
+        guard header.isAuthentic(master: master) else { throw FormatError.damaged(HeaderDamage.message) }
+        let result = try change(&header)
+        try layout.writeHeader(header)
+        return result
     }
 
     /// Throws when the vault may not be written now, for commands that change the header, to refuse
@@ -121,4 +201,37 @@ public enum VaultAccess {
         let bytes = try RecoveryPhrase.validate(phrase, words: wordlist)
         return try header.unlock(recoveryPhrase: bytes)
     }
+}
+
+/// What a damaged `vault.header` means for its owner, in one sentence.
+public enum HeaderDamage {
+    public static let message =
+        "vault.header fails its checksum or MAC (damaged or altered): files can still be read; "
+        + "writing is refused until 'vaultaire verify --repair' rewrites it"
+}
+
+/// Failures of `vaultaire device`.
+public enum DeviceSlotError: Error, Equatable, CustomStringConvertible {
+    /// No slot has that device name or salt ID.
+    case noSuchDevice(String)
+    /// More than one slot has that name: use the salt ID.
+    case ambiguous(String, Int)
+    /// A vault keeps at least one slot.
+    case lastSlot(String)
+
+    public var description: String {
+        switch self {
+        case .noSuchDevice(let name):
+            return "the vault has no device slot named '\(name)' (see 'vaultaire device list')"
+        case .ambiguous(let name, let count):
+            return "\(count) device slots are named '\(name)': name the one to remove by its salt ID"
+        case .lastSlot(let name):
+            return "'\(name)' is the vault's only device slot; it cannot be removed"
+        }
+    }
+}
+
+extension VaultHeader {
+    /// The highest KDF cost of any slot: a new device's slot costs no less than the others.
+    public var largestSlotIterations: UInt32 { slots.map(\.iterations).max() ?? UInt32(KDFPolicy.vaultIterations) }
 }

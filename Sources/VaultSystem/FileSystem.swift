@@ -104,6 +104,14 @@ public enum FileSystem {
     }
 
     /// The environment variable `name`, or nil when unset or empty.
+    /// This machine's host name (`gethostname`), or "this device" when it has none.
+    public static var hostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "this device" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "this device" : name
+    }
+
     public static func environment(_ name: String) -> String? {
         guard let v = getenv(name) else { return nil }
         let s = String(cString: v)

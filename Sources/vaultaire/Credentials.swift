@@ -26,6 +26,20 @@ enum CommonOptions {
     static let remember = CommandSpec.Option(
         long: "remember", short: nil, valueName: nil,
         help: "Remember the master key in the keychain for credential-free unlocks on this machine.")
+    static let deviceName = CommandSpec.Option(
+        long: "device-name", short: nil, valueName: "name",
+        help: "Name this device's slot NAME (default: the host name), as 'vaultaire device list' shows it.")
+}
+
+/// Refuses a device name the header cannot hold, before anything is asked.
+func checkDeviceName(_ name: String, command: String) throws {
+    guard !name.isEmpty, name.utf8.count <= VaultHeader.maximumDeviceName,
+        !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+    else {
+        throw CLIError.usage(
+            "--device-name must be 1 to \(VaultHeader.maximumDeviceName) bytes without control characters",
+            command: command)
+    }
 }
 
 /// Builds a credential of `kind` from secret bytes; patterns are parsed from their text form.
@@ -44,17 +58,31 @@ func makeCredential(
     }
 }
 
-/// Reads the current credential for a vault whose header says which kind it is.
+/// Reads the current credential for this device's slot, whose kind (passphrase or pattern) the
+/// header says. A device without a slot is refused before anything is asked (`deviceMismatch`),
+/// unless the header is damaged: then the slot may be there under a damaged salt ID, and the first
+/// slot's kind is asked for.
 func currentCredential(
-    _ args: ParsedArguments, header: VaultHeader, fileOption: String = "passphrase-file"
+    _ args: ParsedArguments, header: VaultHeader, keychain: Keychain, fileOption: String = "passphrase-file"
 ) throws -> Credential {
-    let kind = header.credential.kind
+    let slot = try thisDeviceSlot(header, keychain: keychain)
     let secret = try SecretInput.obtain(
         args, fileOption: fileOption,
-        prompt: kind == .pattern ? "Pattern (e.g. a1-b2-c3-d4): " : "Passphrase: ", confirm: false)
+        prompt: slot.kind == .pattern ? "Pattern (e.g. a1-b2-c3-d4): " : "Passphrase: ", confirm: false)
     return try makeCredential(
-        secret, kind: kind, rows: Int(header.credential.patternRows), columns: Int(header.credential.patternColumns)
+        secret, kind: slot.kind, rows: Int(slot.patternRows), columns: Int(slot.patternColumns)
     ).0
+}
+
+/// This device's slot in `header` (see `currentCredential`).
+func thisDeviceSlot(_ header: VaultHeader, keychain: Keychain) throws -> VaultHeader.DeviceSlot {
+    if let salt = try? keychain.deviceSalt(create: false),
+        let index = header.slotIndex(saltID: try VaultHeader.saltID(of: salt))
+    {
+        return header.slots[index]
+    }
+    guard !header.checksumMatches, let first = header.slots.first else { throw FormatError.deviceMismatch }
+    return first
 }
 
 /// Reads a new credential (twice on a terminal) and checks its strength.
@@ -67,31 +95,19 @@ func newCredential(_ args: ParsedArguments, fileOption: String, pattern: Bool) t
     return (credential, p)
 }
 
-/// The master key: remembered in the keychain when it is there, else from the credential (which is
-/// returned too, for callers that check more envelopes with it).
+/// The master key: remembered in the keychain when it is there (unless `requireCredential`), else
+/// from the credential (which is returned too, for callers that need it beyond unlocking).
 func obtainMasterKey(
-    _ args: ParsedArguments, vault path: String, keychain: Keychain
+    _ args: ParsedArguments, vault path: String, keychain: Keychain, requireCredential: Bool = false
 ) throws -> (master: SecureBytes, credential: Credential?) {
     let header = try readVaultHeader(path)
-    if args.value("passphrase-file") == nil && args.value("extpass") == nil {
+    if !requireCredential && args.value("passphrase-file") == nil && args.value("extpass") == nil {
         do { return (try keychain.getMasterKey(for: header.vaultID), nil) } catch KeychainError.notFound {
             // Not remembered: ask for the credential.
         }
     }
-    let credential = try currentCredential(args, header: header)
-    do {
-        return (try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain), credential)
-    } catch FormatError.wrongCredential {
-        // If the backup envelope opens with the same credential, the credential is right and the
-        // credential envelope is what is wrong: say so, instead of sending the owner guessing.
-        if let master = try? header.unlockWithBackupKey(credential: credential) {
-            master.wipe()
-            throw FormatError.damaged(
-                "vault.header: the credential envelope fails authentication although the credential is "
-                    + "right; open the vault with 'vaultaire recover' (the recovery phrase) to rewrite it")
-        }
-        throw FormatError.wrongCredential
-    }
+    let credential = try currentCredential(args, header: header, keychain: keychain)
+    return (try VaultAccess.unwrapMasterKey(at: path, credential: credential, keychain: keychain), credential)
 }
 
 /// Unlocks and opens a vault, printing any recovery notices on stderr. `credentialUsed` sees the
@@ -111,12 +127,13 @@ func openVault(
 }
 
 /// What opening found: repairs as notices, an accepted rollback as a warning.
-func reportOpening(_ vault: UnlockedVault) {
+func reportOpening(_ vault: UnlockedVault, headerWarning: Bool = true) {
     if let (seen, found) = vault.acceptedRollback {
         printError(
             "Warning: accepted an older copy of the vault: this device had seen generation \(seen), this copy holds "
                 + "\(found); changes made after the copy was taken are not in it")
     }
+    if headerWarning && vault.headerDamaged { printError("Warning: \(HeaderDamage.message)") }
     for notice in vault.notices { printError("Notice: \(notice)") }
     if let warning = syncConflictWarning(vault.syncConflicts) { printError(warning) }
 }

@@ -14,12 +14,9 @@ enum WeakKDFWarning {
     /// What is below the floors in `header`, or nil when nothing is.
     static func shortfall(_ header: VaultHeader) -> String? {
         var parts: [String] = []
-        if Int(header.credential.iterations) < KDFPolicy.vaultIterations
-            || Int(header.backup.iterations) < KDFPolicy.vaultIterations
-        {
-            parts.append(
-                "vault KDF \(min(header.credential.iterations, header.backup.iterations)) iterations (floor \(KDFPolicy.vaultIterations))"
-            )
+        let vaultCounts = header.slots.map(\.iterations) + [header.legacyBackup?.iterations].compactMap { $0 }
+        if let weakest = vaultCounts.min(), Int(weakest) < KDFPolicy.vaultIterations {
+            parts.append("vault KDF \(weakest) iterations (floor \(KDFPolicy.vaultIterations))")
         }
         if Int(header.recovery.iterations) < KDFPolicy.recoveryIterations {
             parts.append(

@@ -10,6 +10,8 @@ nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) 
     (PasswdCommand.spec, PasswdCommand.run),
     (RecoverCommand.spec, RecoverCommand.run),
     (ForgetCommand.spec, ForgetCommand.run),
+    (DeviceCommand.spec, DeviceCommand.run),
+    (UpgradeCommand.spec, UpgradeCommand.run),
     (InfoCommand.spec, InfoCommand.run),
     (VerifyCommand.spec, VerifyCommand.run),
     (ListCommand.spec, ListCommand.run),

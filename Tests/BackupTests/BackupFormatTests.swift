@@ -79,13 +79,22 @@ final class BackupHeaderTests: XCTestCase {
         setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
         return try VaultHeader.create(
             credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil,
-            deviceSalt: SecureBytes(copying: [UInt8](repeating: 0x11, count: 32)), iterations: 1000,
-            recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 12)
+            deviceSalt: SecureBytes(copying: [UInt8](repeating: 0x11, count: 32)), deviceName: "test",
+            iterations: 1000, recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 12, now: 0)
+    }
+
+    /// The backup header `backup` makes: the recovery envelope, and a backup envelope for the passphrase.
+    func backupHeader(of vaultHeader: VaultHeader, master: SecureBytes) throws -> BackupHeader {
+        try BackupHeader(
+            of: vaultHeader, slot: vaultHeader.slots[0],
+            backup: try vaultHeader.makeBackupEnvelope(
+                master: master, credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))),
+                iterations: 1000))
     }
 
     func testItOpensWithThePassphraseOrThePhraseAloneAndParsesBack() throws {
         let (vaultHeader, master) = try makeHeader()
-        let header = try BackupHeader(of: vaultHeader)
+        let header = try backupHeader(of: vaultHeader, master: master)
         XCTAssertEqual(header.bytes.count, BackupHeader.encodedSize)
         XCTAssertEqual(try BackupHeader(decoding: header.bytes), header)
         XCTAssertTrue(
@@ -100,7 +109,8 @@ final class BackupHeaderTests: XCTestCase {
     }
 
     func testAnotherVersionOrSizeIsRefused() throws {
-        let header = try BackupHeader(of: try makeHeader().0)
+        let (vaultHeader, master) = try makeHeader()
+        let header = try backupHeader(of: vaultHeader, master: master)
         var newer = header.bytes
         newer[4] = 2
         XCTAssertThrowsError(try BackupHeader(decoding: newer)) {
@@ -110,8 +120,8 @@ final class BackupHeaderTests: XCTestCase {
     }
 
     func testAnEnvelopeBitFlipDoesNotOpen() throws {
-        let (vaultHeader, _) = try makeHeader()
-        let bytes = try BackupHeader(of: vaultHeader).bytes
+        let (vaultHeader, master) = try makeHeader()
+        let bytes = try backupHeader(of: vaultHeader, master: master).bytes
         // vault format version, vault ID, chunk size, backup count, nonce, sealed key, tag
         for offset in [8, 20, 28, 131, 140, 150, 192] {
             var b = bytes

@@ -140,8 +140,8 @@ final class KeyManagementTests: XCTestCase {
         try v.close()
         let before = try snapshotOfBlobs(tv)
         let master = try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)
-        try VaultAccess.changeCredential(
-            at: tv.path, master: master, newCredential: tv.credential("a new passphrase"),
+        try VaultAccess.setCredential(
+            at: tv.path, master: master, credential: tv.credential("a new passphrase"),
             pattern: nil, keychain: tv.keychain)
         XCTAssertEqual(try snapshotOfBlobs(tv), before, "no blob or index file may change")
         XCTAssertThrowsError(
@@ -170,11 +170,15 @@ final class KeyManagementTests: XCTestCase {
             XCTAssertEqual($0 as? FormatError, .deviceMismatch)
         }
         let master = try VaultAccess.recoverMasterKey(at: tv.path, phrase: tv.phrase, wordlist: try Wordlist.load())
-        try VaultAccess.changeCredential(
-            at: tv.path, master: master, newCredential: tv.credential("set on the new machine"),
+        try VaultAccess.setCredential(
+            at: tv.path, master: master, credential: tv.credential("set on the new machine"),
             pattern: nil, keychain: elsewhere)
         let key = try VaultAccess.unwrapMasterKey(
             at: tv.path, credential: tv.credential("set on the new machine"), keychain: elsewhere)
+        // The first machine keeps its own slot: it still opens with its credential, no recovery needed.
+        let first = try VaultAccess.unwrapMasterKey(at: tv.path, credential: tv.credential(), keychain: tv.keychain)
+        XCTAssertTrue(first.constantTimeEquals(key))
+        XCTAssertEqual(try VaultAccess.readHeader(at: tv.path).slots.count, 2)
         let opened = try VaultAccess.open(at: tv.path, master: key, keychain: elsewhere, readOnly: true)
         XCTAssertEqual(try opened.readFile("/doc.txt"), Array("recover me".utf8))
         try opened.close()

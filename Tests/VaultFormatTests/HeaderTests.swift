@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 
 @testable import VaultCrypto
@@ -5,6 +6,8 @@ import XCTest
 
 final class HeaderTests: XCTestCase {
     override func setUp() { setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1) }
+
+    let passphrase = Credential.passphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
 
     func makeHeader(
         _ passphrase: String = "correct horse battery"
@@ -14,18 +17,31 @@ final class HeaderTests: XCTestCase {
             try RecoveryPhrase.generate(words: try Wordlist.load()), words: try Wordlist.load())
         let (header, master) = try VaultHeader.create(
             credential: .passphrase(SecureBytes(copying: Array(passphrase.utf8))), pattern: nil, deviceSalt: salt,
-            iterations: 1000, recoveryPhrase: phrase, recoveryIterations: 1000, chunkSizeLog2: 15)
+            deviceName: "laptop", iterations: 1000, recoveryPhrase: phrase, recoveryIterations: 1000,
+            chunkSizeLog2: 15, now: 1_700_000_000)
         return (header, master, salt, phrase)
     }
 
-    func testUnlockRecoveryAndBackupOpenTheSameMasterKey() throws {
+    /// The checked-in version-1 header (Tests/VaultFSTests/Fixtures/vault-v1) and its device salt.
+    func version1Header() throws -> ([UInt8], SecureBytes) {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("VaultFSTests/Fixtures").path
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: fixtures + "/vault-v1/vault.header")))
+        let salt = [UInt8](try Data(contentsOf: URL(fileURLWithPath: fixtures + "/vault-v1.device-salt")))
+        return (bytes, SecureBytes(copying: salt))
+    }
+
+    func testUnlockAndRecoveryOpenTheSameMasterKey() throws {
         let (header, master, salt, phrase) = try makeHeader()
         let decoded = try VaultHeader(decoding: header.encoded())
         XCTAssertEqual(decoded, header)
-        let credential = Credential.passphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
-        XCTAssertEqual(try decoded.unlock(credential: credential, deviceSalt: salt), master)
+        XCTAssertEqual(decoded.version, 2)
+        XCTAssertEqual(decoded.slots.map(\.name), ["laptop"])
+        XCTAssertTrue(decoded.checksumMatches)
+        XCTAssertTrue(decoded.isAuthentic(master: master))
+        XCTAssertEqual(try decoded.unlock(credential: passphrase, deviceSalt: salt), master)
         XCTAssertEqual(try decoded.unlock(recoveryPhrase: phrase), master)
-        XCTAssertEqual(try decoded.unlockWithBackupKey(credential: credential), master)
+        XCTAssertFalse(decoded.isAuthentic(master: try SecureBytes(randomCount: 32)))
     }
 
     func testWrongCredentialAndWrongDeviceAreToldApart() throws {
@@ -35,76 +51,147 @@ final class HeaderTests: XCTestCase {
         ) {
             XCTAssertEqual($0 as? FormatError, .wrongCredential)
         }
-        let credential = Credential.passphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
-        XCTAssertThrowsError(try header.unlock(credential: credential, deviceSalt: try SecureBytes(randomCount: 32))) {
+        XCTAssertThrowsError(try header.unlock(credential: passphrase, deviceSalt: try SecureBytes(randomCount: 32))) {
             XCTAssertEqual($0 as? FormatError, .deviceMismatch)
         }
     }
 
-    func testRewrapChangesOnlyTheCredentialAndBackupEnvelopes() throws {
-        var (header, master, salt, phrase) = try makeHeader()
-        let before = header
+    /// A second device gets a slot of its own; changing one device's credential leaves the other's.
+    func testSlotsOfTwoDevicesAreIndependent() throws {
+        var (header, master, saltA, phrase) = try makeHeader()
+        let saltB = try SecureBytes(randomCount: 32)
+        let other = Credential.passphrase(SecureBytes(copying: Array("desktop passphrase".utf8)))
+        try header.setSlot(
+            master: master, credential: other, pattern: nil, deviceSalt: saltB, name: "desktop", iterations: 1000,
+            now: 1_700_000_100)
+        XCTAssertEqual(header.slots.map(\.name), ["laptop", "desktop"])
         let new = Credential.passphrase(SecureBytes(copying: Array("a brand new secret".utf8)))
-        try header.wrapForCredential(master, credential: new, pattern: nil, deviceSalt: salt, iterations: 2000)
-        XCTAssertEqual(header.recovery, before.recovery)
-        XCTAssertEqual(header.vaultID, before.vaultID)
-        XCTAssertEqual(try header.unlock(credential: new, deviceSalt: salt), master)
-        XCTAssertEqual(try header.unlock(recoveryPhrase: phrase), master)
-        XCTAssertThrowsError(
-            try header.unlock(
-                credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), deviceSalt: salt))
+        try header.setSlot(
+            master: master, credential: new, pattern: nil, deviceSalt: saltA, name: "laptop", iterations: 2000,
+            now: 1_700_000_200)
+        let decoded = try VaultHeader(decoding: header.encoded())
+        XCTAssertEqual(decoded.slots.count, 2)
+        XCTAssertTrue(decoded.isAuthentic(master: master))
+        XCTAssertEqual(try decoded.unlock(credential: new, deviceSalt: saltA), master)
+        XCTAssertEqual(try decoded.unlock(credential: other, deviceSalt: saltB), master)
+        XCTAssertEqual(try decoded.unlock(recoveryPhrase: phrase), master)
+        XCTAssertThrowsError(try decoded.unlock(credential: passphrase, deviceSalt: saltA))
+        var removing = decoded
+        try removing.removeSlot(at: 0, master: master)
+        XCTAssertEqual(removing.slots.map(\.name), ["desktop"])
+        XCTAssertThrowsError(try removing.removeSlot(at: 0, master: master))
+        XCTAssertThrowsError(try removing.unlock(credential: new, deviceSalt: saltA)) {
+            XCTAssertEqual($0 as? FormatError, .deviceMismatch)
+        }
     }
 
+    /// Any bit flipped anywhere — prefix, recovery envelope, a slot, the MAC, the checksum — is found
+    /// without the recovery phrase: by the parser, the checksum, or the MAC once the slot opened.
     func testEveryBitFlipOfTheHeaderIsDetected() throws {
-        let (header, master, salt, phrase) = try makeHeader()
+        let (header, master, _, _) = try makeHeader()
         let bytes = header.encoded()
-        let credential = Credential.passphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
         var undetected: [Int] = []
-        // Iteration fields (little-endian u32 at 27, 99 and 195): flipping their upper bytes only makes the KDF
-        // slower before the AAD check fails; the low byte stands for them to keep this test fast.
-        let slowBytes: Set<Int> = [28, 29, 30, 100, 101, 102, 196, 197, 198]
-        for bit in 0..<(bytes.count * 8) where !slowBytes.contains(bit / 8) {
+        for bit in 0..<(bytes.count * 8) {
             var b = bytes
             b[bit / 8] ^= 1 << (bit % 8)
             guard let h = try? VaultHeader(decoding: b) else { continue }
-            // Detected when any envelope no longer opens; an envelope that opens must give the true key.
-            let keys = [
-                try? h.unlock(credential: credential, deviceSalt: salt), try? h.unlock(recoveryPhrase: phrase),
-                try? h.unlockWithBackupKey(credential: credential),
-            ]
-            for k in keys.compactMap({ $0 }) { XCTAssertEqual(k, master) }
-            if keys.allSatisfy({ $0 != nil }) { undetected.append(bit) }
+            if h.checksumMatches && h.isAuthentic(master: master) { undetected.append(bit) }
         }
-        // Even the reserved byte (23) must be zero.
         XCTAssertEqual(undetected, [])
+    }
+
+    /// An attacker who rewrites the checksum too is still caught: a flip outside the envelopes fails
+    /// the MAC; inside this device's slot, the slot no longer opens; inside the recovery envelope, the MAC.
+    func testAlterationsWithARecomputedChecksumAreDetected() throws {
+        let (header, master, salt, _) = try makeHeader()
+        let bytes = header.encoded()
+        let body = bytes.count - 32
+        var undetected: [Int] = []
+        // Iteration fields make the KDF slower when their upper bytes flip; the low byte stands for them.
+        let slowBytes: Set<Int> = [25, 26, 27, 125, 126, 127]
+        for offset in 0..<body where !slowBytes.contains(offset) {
+            var b = bytes
+            b[offset] ^= 0x01
+            b.replaceSubrange(body..<bytes.count, with: try Digest.sha256(Array(b[0..<body])))
+            guard let h = try? VaultHeader(decoding: b) else { continue }
+            XCTAssertTrue(h.checksumMatches)
+            guard let key = try? h.unlock(credential: passphrase, deviceSalt: salt) else { continue }
+            XCTAssertEqual(key, master)
+            if h.isAuthentic(master: key) { undetected.append(offset) }
+        }
+        XCTAssertEqual(undetected, [])
+    }
+
+    /// A version-1 header reads as one slot and its backup envelope; resealed as version 2 its
+    /// envelopes open unchanged (the migration), and the backup envelope is gone.
+    func testAVersion1HeaderMigratesWithItsEnvelopesUnchanged() throws {
+        let (bytes, salt) = try version1Header()
+        let v1 = try VaultHeader(decoding: bytes)
+        XCTAssertEqual(v1.version, 1)
+        XCTAssertEqual(v1.slots.count, 1)
+        XCTAssertNotNil(v1.legacyBackup)
+        let credential = Credential.passphrase(SecureBytes(copying: Array("fixture passphrase v1".utf8)))
+        let master = try v1.unlock(credential: credential, deviceSalt: salt)
+        XCTAssertTrue(v1.isAuthentic(master: master))
+        XCTAssertEqual(try v1.unlock(backup: try XCTUnwrap(v1.legacyBackup), credential: credential), master)
+        var v2 = v1
+        try v2.renameSlot(at: 0, to: "fixture machine", master: master)
+        let decoded = try VaultHeader(decoding: v2.encoded())
+        XCTAssertEqual(decoded.version, 2)
+        XCTAssertNil(decoded.legacyBackup)
+        XCTAssertEqual(decoded.slots[0].sealed, v1.slots[0].sealed)
+        XCTAssertEqual(decoded.recovery, v1.recovery)
+        XCTAssertEqual(try decoded.unlock(credential: credential, deviceSalt: salt), master)
+        XCTAssertTrue(decoded.isAuthentic(master: master))
+    }
+
+    /// A backup envelope made twice with the same credential is the same bytes (one backup header
+    /// on the remote), and opens with the credential alone.
+    func testBackupEnvelopesAreStableAndOpenWithoutTheDeviceSalt() throws {
+        let (header, master, _, _) = try makeHeader()
+        let a = try header.makeBackupEnvelope(master: master, credential: passphrase, iterations: 1000)
+        let b = try header.makeBackupEnvelope(master: master, credential: passphrase, iterations: 1000)
+        XCTAssertEqual(a, b)
+        XCTAssertNotEqual(a, try header.makeBackupEnvelope(master: master, credential: passphrase, iterations: 1001))
+        XCTAssertEqual(try header.unlock(backup: a, credential: passphrase), master)
+        XCTAssertThrowsError(
+            try header.unlock(backup: a, credential: .passphrase(SecureBytes(copying: Array("other".utf8))))
+        ) { XCTAssertEqual($0 as? FormatError, .wrongCredential) }
     }
 
     /// Fields nothing has authenticated yet are range-checked when decoded (issue 22, finding 4): a
     /// pattern grid of 255 columns used to trap in the pattern parser (exit 132).
     func testOutOfRangeFieldsAreMalformedNotATrap() throws {
+        let (v1, _) = try version1Header()
         let (header, _, _, _) = try makeHeader()
-        var pattern = header.encoded()
-        pattern[24] = Credential.Kind.pattern.rawValue
-        for (rows, columns) in [(4, 0xFF), (0xFF, 4), (0, 0), (1, 4), (4, 10)] as [(UInt8, UInt8)] {
-            var b = pattern
-            b[25] = rows
-            b[26] = columns
-            XCTAssertThrowsError(try VaultHeader(decoding: b), "\(rows)×\(columns)") {
+        // (kind, rows, columns, iteration counts) offsets in each version.
+        for (bytes, kind, counts) in [(v1, 24, [27, 99, 195]), (header.encoded(), 121, [24, 124])] {
+            var pattern = bytes
+            pattern[kind] = Credential.Kind.pattern.rawValue
+            for (rows, columns) in [(4, 0xFF), (0xFF, 4), (0, 0), (1, 4), (4, 10)] as [(UInt8, UInt8)] {
+                var b = pattern
+                b[kind + 1] = rows
+                b[kind + 2] = columns
+                XCTAssertThrowsError(try VaultHeader(decoding: b), "\(rows)×\(columns)") {
+                    guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
+                }
+            }
+            var passphrase = bytes
+            passphrase[kind + 2] = 4
+            XCTAssertThrowsError(try VaultHeader(decoding: passphrase)) {
                 guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
             }
-        }
-        var passphrase = header.encoded()
-        passphrase[26] = 4
-        XCTAssertThrowsError(try VaultHeader(decoding: passphrase)) {
-            guard case FormatError.malformed = $0 else { return XCTFail("\($0)") }
-        }
-        for offset in [27, 99, 195] {  // the three iteration counts, set to 0 and to 2^32 - 1
-            for value: [UInt8] in [[0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF]] {
-                var b = header.encoded()
-                b.replaceSubrange(offset..<offset + 4, with: value)
-                XCTAssertThrowsError(try VaultHeader(decoding: b), "iterations at \(offset)")
+            for offset in counts {  // iteration counts, set to 0 and to 2^32 - 1
+                for value: [UInt8] in [[0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF]] {
+                    var b = bytes
+                    b.replaceSubrange(offset..<offset + 4, with: value)
+                    XCTAssertThrowsError(try VaultHeader(decoding: b), "iterations at \(offset)")
+                }
             }
         }
+        var noSlots = header.encoded()
+        noSlots[120] = 0
+        XCTAssertThrowsError(try VaultHeader(decoding: noSlots))
         // The parser itself refuses such grids with an error instead of overflowing.
         XCTAssertThrowsError(try Pattern(text: "a1-b2-c3-d4", rows: 4, columns: 0xFF))
         XCTAssertThrowsError(try Pattern(text: "a1-b2-c3-d4", rows: 0xFF, columns: 4))

@@ -71,26 +71,24 @@ enum BackupCommand {
         let keep = try args.integer("keep", default: 3, command: spec.name)
         let path = args.positionals[0]
         let keychain = try selectKeychain(args)
-        let (master, credential) = try obtainMasterKey(args, vault: path, keychain: keychain)
+        // The backup opens with the passphrase alone, through a backup envelope made from it now: a
+        // remembered key cannot stand in for the credential here.
+        let (master, credential) = try obtainMasterKey(args, vault: path, keychain: keychain, requireCredential: true)
         defer { master.wipe() }
-        // The backup is restored with the credential through the backup envelope: check it opens now.
-        if let credential {
-            let header = try VaultAccess.readHeader(at: path)
-            let opened = try? header.unlockWithBackupKey(credential: credential)
-            guard let opened, opened.constantTimeEquals(master) else {
-                throw CLIError.message(
-                    "in-vault \(path)/vault.header: the backup envelope fails authentication, so a backup would not open with the passphrase; run 'vaultaire passwd' first",
-                    .damaged)
-            }
-            opened.wipe()
-        }
+        let header = try VaultAccess.readHeader(at: path)
+        let slot = try thisDeviceSlot(header, keychain: keychain)
+        let backupHeader = try BackupHeader(
+            of: header, slot: slot,
+            backup: try header.makeBackupEnvelope(
+                master: master, credential: credential!, iterations: Int(slot.iterations)))
         let rclone = makeRclone(args.positionals[1])
         let line = ProgressLine(quiet: args.has("quiet"))
         rclone.progress = line.active ? { line.show("uploading: \($0)") } : nil
         let s: Backup.Summary
         do {
             s = try Backup.run(
-                vault: path, master: master, keychain: keychain, rclone: rclone, keep: keep,
+                vault: path, master: master, backupHeader: backupHeader, keychain: keychain, rclone: rclone,
+                keep: keep,
                 status: line.show,
                 notice: {
                     line.clear()
@@ -227,7 +225,7 @@ func remoteUnlocking(_ args: ParsedArguments, newCredential wantsNew: Bool) thro
     }
     var secret: SecureBytes?
     func credential(for header: BackupHeader) throws -> (Credential, Pattern?) {
-        let c = header.vaultHeader.credential
+        let c = header.vaultHeader.slots[0]
         if secret == nil {
             secret = try SecretInput.obtain(
                 args, fileOption: "passphrase-file",

@@ -5,7 +5,9 @@ import VaultKeychain
 
 enum PasswdCommand {
     static let spec = CommandSpec(
-        name: "passwd", overview: "Set a new credential. Only the wrapped master key changes; no file is re-encrypted.",
+        name: "passwd",
+        overview:
+            "Set a new credential for this device. Only this device's slot changes: other devices keep theirs, and no file is re-encrypted.",
         usage: "vaultaire passwd <vault> [--passphrase-file <file>] [--new-passphrase-file <file>] [--pattern]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
@@ -24,26 +26,37 @@ enum PasswdCommand {
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
         try VaultAccess.checkWritable(at: path)
-        let current = try currentCredential(args, header: header)
+        let current = try currentCredential(args, header: header, keychain: keychain)
         let master = try VaultAccess.unwrapMasterKey(at: path, credential: current, keychain: keychain)
+        defer { master.wipe() }
         let (credential, pattern) = try newCredential(
             args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
         let iterations = try args.value("kdf-iterations").map { _ in
             try args.integer("kdf-iterations", default: 0, command: spec.name)
         }
-        try VaultAccess.changeCredential(
-            at: path, master: master, newCredential: credential, pattern: pattern,
-            keychain: keychain, iterations: iterations)
+        try VaultAccess.setCredential(
+            at: path, master: master, credential: credential, pattern: pattern, keychain: keychain,
+            iterations: iterations)
         try keepRememberedKeyConsistent(args, keychain: keychain, vaultID: header.vaultID, master: master)
-        print("Credential changed.")
+        let others = header.slots.count - 1
+        print("Credential changed for this device.")
+        if others > 0 {
+            print(
+                "The vault's \(others) other device slot\(others == 1 ? "" : "s") keep\(others == 1 ? "s" : "") the credential "
+                    + "\(others == 1 ? "it has" : "they have") until it is changed on \(others == 1 ? "that device" : "those devices") "
+                    + "or the slot is removed ('vaultaire device list', 'vaultaire device remove')."
+            )
+        }
     }
 }
 
 enum RecoverCommand {
     static let spec = CommandSpec(
         name: "recover",
-        overview: "Open the vault with its recovery phrase and set a new credential (also on a new machine).",
-        usage: "vaultaire recover <vault> [--recovery-phrase-file <file>] [--new-passphrase-file <file>] [--pattern]",
+        overview:
+            "Open the vault with its recovery phrase and set a new credential for this device: its slot is rewritten, or added on a new machine.",
+        usage:
+            "vaultaire recover <vault> [--recovery-phrase-file <file>] [--new-passphrase-file <file>] [--pattern] [--device-name <name>]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
             .init(
@@ -52,7 +65,7 @@ enum RecoverCommand {
             .init(
                 long: "new-passphrase-file", short: nil, valueName: "file", help: "Read the new credential from FILE."),
             .init(long: "pattern", short: nil, valueName: nil, help: "The new credential is a pattern."),
-            CommonOptions.remember, CommonOptions.keychain,
+            CommonOptions.deviceName, CommonOptions.remember, CommonOptions.keychain,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
@@ -61,17 +74,27 @@ enum RecoverCommand {
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
         try VaultAccess.checkWritable(at: path)
+        let deviceName = args.value("device-name")
+        if let deviceName { try checkDeviceName(deviceName, command: spec.name) }
         let phraseBytes = try SecretInput.obtain(
             args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
         // The phrase must pass through a String for Unicode normalization; see RecoveryPhrase.
         let phrase = phraseBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let master = try VaultAccess.recoverMasterKey(at: path, phrase: phrase, wordlist: try Wordlist.load())
+        defer { master.wipe() }
         let (credential, pattern) = try newCredential(
             args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
-        try VaultAccess.changeCredential(
-            at: path, master: master, newCredential: credential, pattern: pattern, keychain: keychain)
+        let hadSlot = try VaultAccess.setCredential(
+            at: path, master: master, credential: credential, pattern: pattern, keychain: keychain,
+            deviceName: deviceName)
         try keepRememberedKeyConsistent(args, keychain: keychain, vaultID: header.vaultID, master: master)
-        print("Vault recovered; the new credential is set for this machine.")
+        if hadSlot {
+            print("Vault recovered; the new credential is set in this device's slot.")
+        } else {
+            print(
+                "Vault recovered; this device is enrolled with its own slot and the new credential. "
+                    + "The other devices' slots are unchanged.")
+        }
     }
 }
 

@@ -27,7 +27,7 @@ enum InitCommand {
             .init(
                 long: "chunk-size", short: nil, valueName: "KiB",
                 help: "Content chunk size: 4, 8, 16, 32, 64 … 1024 KiB (default 4)."),
-            CommonOptions.remember, CommonOptions.keychain,
+            CommonOptions.deviceName, CommonOptions.remember, CommonOptions.keychain,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
@@ -43,6 +43,10 @@ enum InitCommand {
                     "--chunk-size must be a power of two from 4 to 1024 (KiB), got '\(kib)'", command: spec.name)
             }
             options.chunkSizeLog2 = UInt8(k.trailingZeroBitCount + 10)
+        }
+        if let name = args.value("device-name") {
+            try checkDeviceName(name, command: spec.name)
+            options.deviceName = name
         }
         try KDFPolicy.check(options.iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try KDFPolicy.check(options.recoveryIterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")

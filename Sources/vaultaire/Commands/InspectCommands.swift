@@ -22,12 +22,12 @@ enum InfoCommand {
         let layout = VaultLayout(root: path)
         let header = try readVaultHeader(path)
         print("Vault:               \(path)")
-        print("Format version:      \(VaultHeader.formatVersion)")
+        print("Format version:      \(header.version)\(header.version < VaultHeader.formatVersion ? " (upgraded to \(VaultHeader.formatVersion) by the next writable open or 'vaultaire upgrade')" : "")")
         print("Vault ID:            \(header.vaultID.hex)")
-        print(
-            "Credential:          \(header.credential.kind == .pattern ? "pattern (\(header.credential.patternColumns)×\(header.credential.patternRows))" : "passphrase")"
-        )
-        print("Vault KDF:           PBKDF2-HMAC-SHA512, \(header.credential.iterations) iterations, device salt")
+        print("Device slots:        \(header.slots.count) ('vaultaire device list')")
+        for slot in header.slots {
+            print("  \(slot.name.isEmpty ? "(unnamed)" : slot.name): \(describeKind(slot)), PBKDF2-HMAC-SHA512 \(slot.iterations) iterations, salt ID \(slot.saltID.hex)")
+        }
         print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
         if let weak = WeakKDFWarning.shortfall(header) {
             print("KDF strength:        WEAK — BELOW THE FLOORS: \(weak); made for tests, cheap to attack")
@@ -55,32 +55,74 @@ enum VerifyCommand {
         name: "verify",
         overview:
             "Authenticate every index record, file header and chunk; name every damaged file and sync conflict copy.",
-        usage: "vaultaire verify <vault> [--repair]",
+        usage: "vaultaire verify <vault> [--repair] [--recovery-phrase-file <file>]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
             .init(
                 long: "repair", short: nil, valueName: nil,
                 help:
-                    "Also remove blobs that no file names (left by an interrupted create); needs the vault not to be in use."
+                    "Also remove blobs that no file names (left by an interrupted create) and rewrite a damaged vault.header's checksum and MAC; needs the vault not to be in use."
+            ),
+            .init(
+                long: "recovery-phrase-file", short: nil, valueName: "file",
+                help:
+                    "Check the recovery phrase in FILE against the recovery envelope; without --passphrase-file the vault is unlocked with it."
             ),
             CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
         minimumPositionals: 1, maximumPositionals: 1)
 
     static func run(_ args: ParsedArguments) throws {
-        var credential: Credential?
+        let path = args.positionals[0]
         let repair = args.has("repair")
-        let vault = try openVault(args, readOnly: !repair) { credential = $0 }
-        defer { try? vault.close() }
-        // With the credential at hand, the backup envelope can be checked too (the recovery envelope
-        // needs the phrase, so `vaultaire recover` is where it is checked).
-        var envelopeDamage: String?
-        if let credential {
-            let backup = try? vault.header.unlockWithBackupKey(credential: credential)
-            if backup.map({ !vault.holdsMasterKey($0) }) ?? true {
-                envelopeDamage = "backup envelope in vault.header fails authentication"
+        let keychain = try selectKeychain(args)
+        let header = try readVaultHeader(path)
+        var phrase: SecureBytes?
+        if args.value("recovery-phrase-file") != nil {
+            let bytes = try SecretInput.obtain(
+                args, fileOption: "recovery-phrase-file", prompt: "Recovery phrase: ", confirm: false)
+            defer { bytes.wipe() }
+            // The phrase must pass through a String for Unicode normalization; see RecoveryPhrase.
+            phrase = try RecoveryPhrase.validate(
+                bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }, words: try Wordlist.load())
+        }
+        defer { phrase?.wipe() }
+        let master: SecureBytes
+        var phraseChecked = false
+        if let phrase, args.value("passphrase-file") == nil, args.value("extpass") == nil {
+            master = try header.unlock(recoveryPhrase: phrase)
+            phraseChecked = true
+        } else {
+            master = try obtainMasterKey(args, vault: path, keychain: keychain).master
+        }
+        defer { master.wipe() }
+        var headerDamage: String?
+        if !header.isAuthentic(master: master) {
+            headerDamage = "fails its checksum or MAC (damaged or altered)"
+            if repair {
+                try VaultAccess.repairHeader(at: path, master: master)
+                printError(
+                    "Repaired: vault.header's checksum and MAC rewritten; its slots and recovery envelope are kept as they were"
+                        + (phraseChecked ? "" : " (check the recovery phrase with --recovery-phrase-file)"))
+                headerDamage = nil
             }
         }
+        if let phrase, !phraseChecked {
+            let opened = try? header.unlock(recoveryPhrase: phrase)
+            if opened.map({ !$0.constantTimeEquals(master) }) ?? true {
+                headerDamage =
+                    (headerDamage.map { $0 + "; " } ?? "")
+                    + "the recovery envelope does not open with this recovery phrase"
+            } else {
+                phraseChecked = true
+            }
+            opened?.wipe()
+        }
+        let vault = try VaultAccess.open(
+            at: path, master: master.slice(0..<master.count), keychain: keychain, readOnly: !repair,
+            acceptRollback: args.has("accept-rollback"))
+        reportOpening(vault, headerWarning: false)
+        defer { try? vault.close() }
         var progress: ProgressMeter?
         var checked = 0
         let report = vault.verify { done, total in
@@ -97,14 +139,14 @@ enum VerifyCommand {
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
         }
-        if let envelopeDamage { print("DAMAGED vault.header: \(envelopeDamage)") }
+        if let headerDamage { print("DAMAGED vault.header: \(headerDamage)") }
         for copy in vault.syncConflicts { print("CONFLICT \(copy.path): \(copy.holds)") }
         if let weak = WeakKDFWarning.shortfall(vault.header) {
             print("WEAK vault.header: key derivation below the floors: \(weak)")
         }
-        let damaged = report.damaged.count + (envelopeDamage == nil ? 0 : 1)
+        let damaged = report.damaged.count + (headerDamage == nil ? 0 : 1)
         print(
-            "Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(credential == nil ? "" : " and the backup envelope"): \(damaged == 0 ? "all intact" : "\(damaged) damaged")."
+            "Checked the index, \(report.filesChecked) files and \(report.chunksChecked) chunks\(phraseChecked ? " and the recovery phrase" : ""): \(damaged == 0 ? "all intact" : "\(damaged) damaged")."
         )
         // Damage is the graver finding and keeps its code; conflict copies alone have their own.
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
