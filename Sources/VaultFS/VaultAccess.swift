@@ -67,24 +67,17 @@ public enum VaultAccess {
             throw FormatError.deviceMismatch
         }
         guard let slot = header.slotIndex(saltID: try VaultHeader.saltID(of: salt)) else {
-            // A damaged salt ID hides this device's slot: a slot that opens all the same shows it.
-            if !header.checksumMatches {
-                for i in header.slots.indices {
-                    if let master = try? header.unlock(slot: i, credential: credential, deviceSalt: salt) {
-                        master.wipe()
-                        throw FormatError.damaged(HeaderDamage.message)
-                    }
-                }
-            }
+            // A damaged salt ID hides this device's slot (and fails its envelope, whose AAD holds it).
+            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.slotMessage) }
             throw FormatError.deviceMismatch
         }
         do {
             return try header.unlock(slot: slot, credential: credential, deviceSalt: salt)
         } catch FormatError.wrongCredential {
-            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.message) }
+            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.slotMessage) }
             if let remembered = try? keychain.getMasterKey(for: header.vaultID) {
                 defer { remembered.wipe() }
-                if !header.isAuthentic(master: remembered) { throw FormatError.damaged(HeaderDamage.message) }
+                if !header.isAuthentic(master: remembered) { throw FormatError.damaged(HeaderDamage.slotMessage) }
             }
             throw FormatError.wrongCredential
         }
@@ -109,14 +102,15 @@ public enum VaultAccess {
     /// index record and blob stay as they are. Holds the vault lock meanwhile, so the header never
     /// changes under a process that has the vault open for writing (a mount that rewrote it would not
     /// know), and throws EBUSY naming that process. A damaged header is refused: resealing it would
-    /// hide the damage (`repairHeader` is the way). A version-1 header becomes version 2.
+    /// hide the damage (`repairHeader` is the way) unless `repairingHeader`: recovery, where the
+    /// recovery phrase has just shown the owner's hand, rewrites it. A version-1 header becomes version 2.
     /// - Returns: whether this device already had a slot.
     @discardableResult
     public static func setCredential(
         at path: String, master: SecureBytes, credential: Credential, pattern: Pattern?,
-        keychain: Keychain, iterations: Int? = nil, deviceName: String? = nil
+        keychain: Keychain, iterations: Int? = nil, deviceName: String? = nil, repairingHeader: Bool = false
     ) throws -> Bool {
-        try withHeaderForChange(at: path, master: master) { header in
+        try withHeaderForChange(at: path, master: master, allowDamaged: repairingHeader) { header in
             let salt = try keychain.deviceSalt(create: true)
             let existing = header.slotIndex(saltID: try VaultHeader.saltID(of: salt))
             let cost = iterations ?? Int(existing.map { header.slots[$0].iterations } ?? header.largestSlotIterations)
@@ -161,16 +155,18 @@ public enum VaultAccess {
     }
 
     /// Reads the header under the vault lock, lets `change` alter it, and writes it back atomically.
-    /// Refuses a header that `master` does not authenticate.
+    /// Refuses a header that `master` does not authenticate, unless `allowDamaged`.
     private static func withHeaderForChange<R>(
-        at path: String, master: SecureBytes, _ change: (inout VaultHeader) throws -> R
+        at path: String, master: SecureBytes, allowDamaged: Bool = false, _ change: (inout VaultHeader) throws -> R
     ) throws -> R {
         let layout = VaultLayout(root: path)
         try refuseSyncConflicts(layout)
         let lock = try VaultLock.acquire(try layout.lockFile())
         defer { withExtendedLifetime(lock) {} }
         var header = try layout.readHeader()
-        guard header.isAuthentic(master: master) else { throw FormatError.damaged(HeaderDamage.message) }
+        guard allowDamaged || header.isAuthentic(master: master) else {
+            throw FormatError.damaged(HeaderDamage.message)
+        }
         let result = try change(&header)
         try layout.writeHeader(header)
         return result
@@ -208,6 +204,10 @@ public enum HeaderDamage {
     public static let message =
         "vault.header fails its checksum or MAC (damaged or altered): files can still be read; "
         + "writing is refused until 'vaultaire verify --repair' rewrites it"
+    /// When the damage keeps this device's slot from opening.
+    public static let slotMessage =
+        "vault.header fails its checksum or MAC (damaged or altered) and this device's slot does not open: "
+        + "'vaultaire recover' (the recovery phrase) rewrites it"
 }
 
 /// Failures of `vaultaire device`.

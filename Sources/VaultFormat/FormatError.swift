@@ -12,7 +12,7 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
     case damaged(String)
     /// The credential (or recovery phrase) did not open the key envelope.
     case wrongCredential
-    /// The vault was set up with another device salt (another machine, or a wiped keychain).
+    /// No slot of the vault is this device's (another machine, or a wiped keychain).
     case deviceMismatch
     /// The index is older than the newest generation this device has seen.
     case rollback(seen: UInt64, found: UInt64)
@@ -26,13 +26,14 @@ public enum FormatError: Error, Equatable, CustomStringConvertible {
         case .notAVault(let path): return "\(path) is not a Vaultaire vault (no vault.header)"
         case .vaultMissing(let path): return "vault \(path) does not exist (no such local directory)"
         case .unsupportedVersion(let v):
-            return "unsupported vault format version \(v) (this build reads version \(VaultHeader.formatVersion))"
+            return
+                "unsupported vault format version \(v) (this build reads versions \(VaultHeader.versionsRead.map(String.init).joined(separator: " and ")))"
         case .malformed(let what): return "vault data malformed: \(what)"
         case .damaged(let what): return "vault damaged: \(what)"
         case .wrongCredential: return "wrong credential"
         case .deviceMismatch:
             return
-                "this vault was set up with another device salt (another machine or a reset keychain); open it with 'vaultaire recover'"
+                "this device has no slot in this vault (it was set up on another machine, or this keychain was reset): enrol it with 'vaultaire recover' and the recovery phrase"
         case .rollback(let seen, let found):
             return "vault index rolled back: this device last saw generation \(seen), the vault holds \(found) "
                 + "(if you restored an older copy on purpose, open it once with --accept-rollback)"

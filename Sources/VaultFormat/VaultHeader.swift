@@ -241,7 +241,9 @@ public struct VaultHeader: Equatable {
     /// same credential carries the same envelope (and the same backup header, uploaded once). That
     /// never reuses a nonce for two plaintexts: the backup key is fixed by the credential, the vault
     /// ID and the cost, and under it only this vault's master key is ever sealed, with the same AAD.
-    public func makeBackupEnvelope(master: SecureBytes, credential: Credential, iterations: Int) throws
+    public func makeBackupEnvelope(
+        master: SecureBytes, credential: Credential, iterations: Int
+    ) throws
         -> BackupEnvelope
     {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "backup KDF")

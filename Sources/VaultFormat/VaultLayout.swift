@@ -93,7 +93,9 @@ public struct VaultLayout {
         guard FileSystem.isDirectory(root) else { throw FormatError.notAVault(path: root) }
         let file = try headerFile()
         guard try file.exists() else { throw FormatError.notAVault(path: root) }
-        return try VaultHeader(decoding: try file.read(limit: 1 << 16))
+        do { return try VaultHeader(decoding: try file.read(limit: 1 << 16)) } catch FormatError.malformed(let what) {
+            throw FormatError.malformed("\(VaultHeader.fileName): \(what)")
+        }
     }
 
     public func writeHeader(_ h: VaultHeader) throws {

@@ -76,9 +76,9 @@ func currentCredential(
 
 /// This device's slot in `header` (see `currentCredential`).
 func thisDeviceSlot(_ header: VaultHeader, keychain: Keychain) throws -> VaultHeader.DeviceSlot {
-    if let salt = try? keychain.deviceSalt(create: false),
-        let index = header.slotIndex(saltID: try VaultHeader.saltID(of: salt))
-    {
+    let salt: SecureBytes?
+    do { salt = try keychain.deviceSalt(create: false) } catch KeychainError.notFound { salt = nil }
+    if let salt, let index = header.slotIndex(saltID: try VaultHeader.saltID(of: salt)) {
         return header.slots[index]
     }
     guard !header.checksumMatches, let first = header.slots.first else { throw FormatError.deviceMismatch }

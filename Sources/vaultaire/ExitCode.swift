@@ -32,6 +32,8 @@ enum ExitCode: Int32 {
     /// A sync client left conflict copies in the vault (written on two machines at once): writing is
     /// refused, and `verify` exits with it when it finds copies and no damage.
     case syncConflict = 25
+    /// The last device slot of a vault cannot be removed.
+    case lastDeviceSlot = 26
     case usage = 64
     /// A local file (not one inside the vault) or the vault directory itself does not exist.
     case localFileMissing = 66
@@ -90,6 +92,12 @@ func report(_ error: Error) -> (String, ExitCode) {
     case let e as WordlistError: return ("Error: \(e)", .failure)
     case let e as UnsafeFileError:
         return ("Error: \(e)", .unsafeFile)
+    case let e as DeviceSlotError:
+        switch e {
+        case .noSuchDevice: return ("Error: \(e)", .notFound)
+        case .ambiguous: return ("Error: \(e)", .usage)
+        case .lastSlot: return ("Error: \(e)", .lastDeviceSlot)
+        }
     case let e as SyncConflictError:
         return ("Error: \(e)", .syncConflict)
     case let e as DamagedFile:

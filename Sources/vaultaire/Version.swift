@@ -9,14 +9,14 @@ enum Version {
     static let date = "2026-12-04"
 
     /// Vault format versions this build opens; a vault of any other version is refused with exit 14.
-    static let formatsRead = [VaultHeader.formatVersion]
+    static let formatsRead = VaultHeader.versionsRead
     /// The vault format version of every vault this build creates or writes.
     static let formatWritten = VaultHeader.formatVersion
 
     static var text: String {
         """
         vaultaire \(program)
-        vault format: reads version \(formatsRead.map(String.init).joined(separator: ", ")), writes version \(formatWritten)
+        vault format: reads versions \(formatsRead.map(String.init).joined(separator: ", ")), writes version \(formatWritten)
 
         """
     }

@@ -124,17 +124,23 @@ final class CommandTests: XCTestCase {
         // The note's content is the first passphrase file, printed by `get -`: that is user data, not a leak.
     }
 
-    func testVerifyChecksTheBackupEnvelopeWhenGivenTheCredential() throws {
+    /// `verify --recovery-phrase-file` checks the phrase itself: the right one passes, another vault's
+    /// phrase is a wrong phrase (the header's MAC vouches for the envelope), not damage.
+    func testVerifyChecksTheRecoveryPhrase() throws {
         let w = try CLIWorld()
-        let (vault, pw, _) = try w.makeVault()
-        let ok = try w.run(["verify", vault, "--passphrase-file", pw])
-        XCTAssertTrue(ok.stdout.contains("and the backup envelope: all intact"), ok.stdout)
-        var header = try Data(contentsOf: URL(fileURLWithPath: vault + "/vault.header"))
-        header[230] ^= 0x01  // inside the sealed backup envelope
-        try header.write(to: URL(fileURLWithPath: vault + "/vault.header"))
-        let bad = try w.run(["verify", vault, "--passphrase-file", pw], expect: 13)
-        XCTAssertTrue(bad.stdout.contains("DAMAGED vault.header: backup envelope"), bad.stdout)
-        try w.run(["ls", vault, "--passphrase-file", pw])  // the credential envelope still opens
+        let (vault, pw, phraseFile) = try w.makeVault()
+        let alone = try w.run(["verify", vault, "--recovery-phrase-file", phraseFile])
+        XCTAssertTrue(alone.stdout.contains("and the recovery phrase: all intact"), alone.stdout)
+        let both = try w.run(["verify", vault, "--passphrase-file", pw, "--recovery-phrase-file", phraseFile])
+        XCTAssertTrue(both.stdout.contains("and the recovery phrase: all intact"), both.stdout)
+        let other = w.root + "/other-phrase.txt"
+        try w.run([
+            "init", w.root + "/other", "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations",
+            "1000", "--recovery-phrase-out", other,
+        ])
+        let wrong = try w.run(["verify", vault, "--passphrase-file", pw, "--recovery-phrase-file", other], expect: 12)
+        XCTAssertTrue(wrong.stderr.contains("recovery phrase does not open"), wrong.stderr)
+        try w.run(["verify", vault, "--recovery-phrase-file", other], expect: 12)
     }
 
     func testPatternCredentialAndInfo() throws {
@@ -149,7 +155,7 @@ final class CommandTests: XCTestCase {
         try w.run(["ls", vault, "--passphrase-file", w.file("other", "a1-b2-c3-d4\n")], expect: 12)
         try w.run(["ls", vault, "--passphrase-file", w.file("bad", "a1-a1-b2-c3\n")], expect: 64)
         let info = try w.run(["info", vault])
-        XCTAssertTrue(info.stdout.contains("pattern (4×4)"))
+        XCTAssertTrue(info.stdout.contains("pattern 4×4"), info.stdout)
         XCTAssertFalse(info.stdout.contains("drawn.txt"), "names only when unlocked")
         let unlocked = try w.run(["info", vault, "--unlock", "--passphrase-file", pattern])
         XCTAssertTrue(unlocked.stdout.contains("drawn.txt"))

@@ -14,7 +14,8 @@ final class HeaderFieldTests: XCTestCase {
         ])
         let headerPath = vault + "/vault.header"
         let original = try Data(contentsOf: URL(fileURLWithPath: headerPath))
-        for (offset, value) in [(26, UInt8(0xFF)), (25, 0xFF), (26, 0), (25, 1)] {
+        // The first slot's pattern rows and columns (docs/FORMAT.md, version 2: offsets 122 and 123).
+        for (offset, value) in [(123, UInt8(0xFF)), (122, 0xFF), (123, 0), (122, 1)] {
             var header = original
             header[offset] = value
             try header.write(to: URL(fileURLWithPath: headerPath))

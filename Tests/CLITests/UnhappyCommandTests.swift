@@ -173,30 +173,42 @@ final class UnhappyCommandTests: XCTestCase {
         XCTAssertTrue(mkdirTwice.stderr.contains("/d") && mkdirTwice.stderr.contains("in the vault"), mkdirTwice.stderr)
     }
 
-    /// One flipped bit in the credential envelope: the credential is still right (the backup
-    /// envelope opens with it), so the error says the header is damaged, not "wrong credential".
+    /// One flipped bit in this device's slot: the header's checksum shows the damage, so the error
+    /// says the header is damaged — for the right credential and a wrong one alike, since neither can
+    /// be told apart then — and `recover` (the recovery phrase) rewrites the slot and the header.
     func testDamagedCredentialEnvelopeIsNotAWrongCredential() throws {
         let w = try CLIWorld()
-        let (vault, pw, _) = try w.makeVault()
+        let (vault, pw, phraseFile) = try w.makeVault()
         let headerPath = vault + "/vault.header"
         let original = try Data(contentsOf: URL(fileURLWithPath: headerPath))
-        let range = try credentialEnvelopeCiphertext(original)
+        let range = try firstSlotCiphertext(original)
         var damaged = original
         damaged[range.lowerBound + 3] ^= 0x01
         try damaged.write(to: URL(fileURLWithPath: headerPath))
         let r = try w.run(["ls", vault, "--passphrase-file", pw], expect: 13)
-        XCTAssertTrue(r.stderr.contains("header"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("vault.header"), r.stderr)
         XCTAssertTrue(r.stderr.contains("damaged"), r.stderr)
         let wrong = try w.run(
-            ["ls", vault, "--passphrase-file", w.file("wrong", "a different passphrase\n")], expect: 12)
-        XCTAssertTrue(wrong.stderr.contains("wrong credential"), wrong.stderr)
+            ["ls", vault, "--passphrase-file", w.file("wrong", "a different passphrase\n")], expect: 13)
+        XCTAssertTrue(wrong.stderr.contains("damaged"), wrong.stderr)
+        let recovered = try w.run([
+            "recover", vault, "--recovery-phrase-file", phraseFile, "--new-passphrase-file",
+            w.file("new", "a new passphrase after the damage\n"),
+        ])
+        XCTAssertTrue(recovered.stderr.contains("was damaged or altered"), recovered.stderr)
+        try w.run(["ls", vault, "--passphrase-file", w.root + "/new"])
+        let verify = try w.run(["verify", vault, "--passphrase-file", w.root + "/new"])
+        XCTAssertTrue(verify.stdout.contains("all intact"), verify.stdout)
     }
 
-    /// The credential envelope's sealed master key in a version-1 header (docs/FORMAT.md: offset 51,
-    /// 48 bytes).
-    private func credentialEnvelopeCiphertext(_ header: Data) throws -> Range<Int> {
-        XCTAssertEqual(header.count, 259)
-        return 51..<51 + 48
+    /// The first slot's sealed master key in a version-2 header (docs/FORMAT.md): the slot starts at
+    /// 121; its name's length is at 144.
+    private func firstSlotCiphertext(_ header: Data) throws -> Range<Int> {
+        let bytes = [UInt8](header)
+        XCTAssertEqual(bytes[4], 2)
+        let nameLength = Int(bytes[144]) | Int(bytes[145]) << 8
+        let start = 146 + nameLength + 12
+        return start..<start + 48
     }
 
     private func runTool(_ path: String, _ args: [String]) throws -> Int32 {

@@ -11,7 +11,7 @@ final class VersionTests: XCTestCase {
         XCTAssertEqual(lines.count, 2, long.stdout)
         XCTAssertNotNil(
             lines[0].range(of: #"^vaultaire [0-9]+\.[0-9]+\.[0-9]+$"#, options: .regularExpression), lines[0])
-        XCTAssertEqual(lines[1], "vault format: reads version 1, writes version 1")
+        XCTAssertEqual(lines[1], "vault format: reads versions 1, 2, writes version 2")
         XCTAssertEqual(long.stderr, "")
         // A vault this build made says the same version.
         let pw = w.file("pw", "version test passphrase\n")
@@ -19,6 +19,6 @@ final class VersionTests: XCTestCase {
             "init", w.root + "/v", "--passphrase-file", pw, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
             "--recovery-phrase-out", w.root + "/phrase",
         ])
-        XCTAssertTrue(try w.run(["info", w.root + "/v"]).stdout.contains("Format version:      1"))
+        XCTAssertTrue(try w.run(["info", w.root + "/v"]).stdout.contains("Format version:      2"))
     }
 }

@@ -27,11 +27,11 @@ final class LifecycleTests: MountTestCase {
         XCTAssertFalse(try mv.vaultaire(["status"]).stdout.contains(mv.vault))
         // An unknown format version is refused before anything is asked or mounted.
         var header = try Data(contentsOf: URL(fileURLWithPath: mv.vault + "/vault.header"))
-        header[4] = 2
+        header[4] = 3
         try header.write(to: URL(fileURLWithPath: mv.vault + "/vault.header"))
         let unknown = try mv.vaultaire(
             ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 14)
-        XCTAssertTrue(unknown.stderr.contains("unsupported vault format version 2"))
+        XCTAssertTrue(unknown.stderr.contains("unsupported vault format version 3"))
         XCTAssertFalse(mv.isMounted)
     }
 

@@ -84,9 +84,15 @@ enum RecoverCommand {
         defer { master.wipe() }
         let (credential, pattern) = try newCredential(
             args, fileOption: "new-passphrase-file", pattern: args.has("pattern"))
+        let damaged = !header.isAuthentic(master: master)
         let hadSlot = try VaultAccess.setCredential(
             at: path, master: master, credential: credential, pattern: pattern, keychain: keychain,
-            deviceName: deviceName)
+            deviceName: deviceName, repairingHeader: true)
+        if damaged {
+            printError(
+                "Notice: vault.header was damaged or altered; it is rewritten with this device's new slot, "
+                    + "the recovery envelope and the other slots as they were ('vaultaire verify' checks the rest)")
+        }
         try keepRememberedKeyConsistent(args, keychain: keychain, vaultID: header.vaultID, master: master)
         if hadSlot {
             print("Vault recovered; the new credential is set in this device's slot.")

@@ -12,8 +12,14 @@ enum DeviceCommand {
         overview: "List the devices enrolled in a vault (their slots), or remove one.",
         usage: "vaultaire device list <vault> | vaultaire device remove <vault> <name|salt-id>",
         arguments: [
-            ("list", "Show each slot: name, salt ID, credential kind, KDF cost, when it was added; '*' marks this device."),
-            ("remove", "Remove the slot named NAME (or with that salt ID); never the last one. Asks for the credential."),
+            (
+                "list",
+                "Show each slot: name, salt ID, credential kind, KDF cost, when it was added; '*' marks this device."
+            ),
+            (
+                "remove",
+                "Remove the slot named NAME (or with that salt ID); never the last one. Asks for the credential."
+            ),
             ("<vault>", "The vault directory."),
             ("<name|salt-id>", "For remove: the slot's device name or its salt ID (16 hex digits)."),
         ],

@@ -22,11 +22,15 @@ enum InfoCommand {
         let layout = VaultLayout(root: path)
         let header = try readVaultHeader(path)
         print("Vault:               \(path)")
-        print("Format version:      \(header.version)\(header.version < VaultHeader.formatVersion ? " (upgraded to \(VaultHeader.formatVersion) by the next writable open or 'vaultaire upgrade')" : "")")
+        print(
+            "Format version:      \(header.version)\(header.version < VaultHeader.formatVersion ? " (upgraded to \(VaultHeader.formatVersion) by the next writable open or 'vaultaire upgrade')" : "")"
+        )
         print("Vault ID:            \(header.vaultID.hex)")
         print("Device slots:        \(header.slots.count) ('vaultaire device list')")
         for slot in header.slots {
-            print("  \(slot.name.isEmpty ? "(unnamed)" : slot.name): \(describeKind(slot)), PBKDF2-HMAC-SHA512 \(slot.iterations) iterations, salt ID \(slot.saltID.hex)")
+            print(
+                "  \(slot.name.isEmpty ? "(unnamed)" : slot.name): \(describeKind(slot)), PBKDF2-HMAC-SHA512 \(slot.iterations) iterations, salt ID \(slot.saltID.hex)"
+            )
         }
         print("Recovery KDF:        PBKDF2-HMAC-SHA512, \(header.recovery.iterations) iterations")
         if let weak = WeakKDFWarning.shortfall(header) {
@@ -109,14 +113,17 @@ enum VerifyCommand {
         }
         if let phrase, !phraseChecked {
             let opened = try? header.unlock(recoveryPhrase: phrase)
+            defer { opened?.wipe() }
             if opened.map({ !$0.constantTimeEquals(master) }) ?? true {
-                headerDamage =
-                    (headerDamage.map { $0 + "; " } ?? "")
-                    + "the recovery envelope does not open with this recovery phrase"
+                // The MAC vouches for the recovery envelope's bytes: if it holds, the phrase is wrong.
+                guard headerDamage != nil else {
+                    throw CLIError.message(
+                        "the recovery phrase does not open this vault's recovery envelope", .wrongCredential)
+                }
+                headerDamage! += "; the recovery envelope does not open with this recovery phrase"
             } else {
                 phraseChecked = true
             }
-            opened?.wipe()
         }
         let vault = try VaultAccess.open(
             at: path, master: master.slice(0..<master.count), keychain: keychain, readOnly: !repair,

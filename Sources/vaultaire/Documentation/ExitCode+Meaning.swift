@@ -12,7 +12,8 @@ extension ExitCode {
         case .damaged: return "vault damaged (verify found damage, or data failed authentication)"
         case .unsupportedVersion: return "unsupported format version"
         case .keychainUnavailable: return "keychain unavailable or locked"
-        case .deviceMismatch: return "vault set up with another device salt: use vaultaire recover"
+        case .deviceMismatch:
+            return "this device has no slot in the vault (another machine, or a reset keychain): use vaultaire recover"
         case .notFound: return "no such file inside the vault; no backup (or no such snapshot) on the remote"
         case .alreadyExists: return "already exists / not empty (also: the remote holds another vault's backups)"
         case .busy: return "busy (the vault is open in another process)"
@@ -28,6 +29,7 @@ extension ExitCode {
         case .syncConflict:
             return
                 "the vault was written on two machines at once: a sync client left conflict copies in it (writing refused; verify lists them)"
+        case .lastDeviceSlot: return "the vault's last device slot cannot be removed"
         case .usage: return "usage error (also: an argument that is not valid UTF-8)"
         case .localFileMissing: return "a local file (or the vault directory) does not exist"
         case .ioError: return "I/O error"
@@ -39,7 +41,8 @@ extension ExitCode {
     static let all: [ExitCode] = [
         .success, .failure, .notAVault, .credentialUnavailable, .wrongCredential, .damaged,
         .unsupportedVersion, .keychainUnavailable, .deviceMismatch, .notFound, .alreadyExists,
-        .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .syncConflict, .usage,
+        .busy, .rollback, .mountFailed, .unsafeFile, .remoteUnreachable, .remoteDamaged, .syncConflict, .lastDeviceSlot,
+        .usage,
         .localFileMissing,
         .ioError,
         .permissionDenied,
