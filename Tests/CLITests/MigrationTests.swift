@@ -1,0 +1,148 @@
+import Foundation
+import XCTest
+
+/// Version-1 vaults migrate to version 2 in place (issue 23, point 4): with `vaultaire upgrade` or the
+/// first writable open; the checked-in version-1 fixture keeps every file; every state a crash can
+/// leave on the way opens.
+final class MigrationTests: XCTestCase {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("VaultFSTests/Fixtures").path
+    let passphrase = "fixture passphrase v1\n"
+
+    /// A copy of the version-1 fixture at `name`, and this world's keychain holding its device salt.
+    func fixtureCopy(_ w: CLIWorld, _ name: String) throws -> String {
+        let path = w.root + "/" + name
+        try copyTree(MigrationTests.fixtures + "/vault-v1", path)
+        let keychain = w.root + "/data/vaultaire/keychain"
+        if !FileManager.default.fileExists(atPath: keychain + "/device-salt") {
+            try FileManager.default.createDirectory(
+                atPath: keychain, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: w.root + "/data/vaultaire")
+            let salt = try Data(contentsOf: URL(fileURLWithPath: MigrationTests.fixtures + "/vault-v1.device-salt"))
+            XCTAssertTrue(
+                FileManager.default.createFile(
+                    atPath: keychain + "/device-salt", contents: salt, attributes: [.posixPermissions: 0o600]))
+        }
+        return path
+    }
+
+    func copyTree(_ from: String, _ to: String) throws {
+        try? FileManager.default.removeItem(atPath: to)
+        let cp = Process()
+        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
+        cp.arguments = ["-a", from, to]
+        try cp.run()
+        cp.waitUntilExit()
+        XCTAssertEqual(cp.terminationStatus, 0, "cp -a \(from) \(to)")
+    }
+
+    func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    /// Every file of the fixture, read back and compared with what version 1 wrote.
+    func assertFixtureFiles(
+        _ w: CLIWorld, _ vault: String, _ pw: String, file: StaticString = #filePath, line: UInt = #line
+    )
+        throws
+    {
+        let hello = try w.run(["get", vault, "/docs/hello.txt", "-", "--passphrase-file", pw], file: file, line: line)
+        XCTAssertEqual(hello.stdout, "Hello from format version 1.\n", file: file, line: line)
+        let v = try w.run(
+            ["get", vault, "/forty-thousand-v.txt", "-", "--passphrase-file", pw], file: file, line: line)
+        XCTAssertEqual(v.stdout, String(repeating: "v", count: 40000), file: file, line: line)
+        let verify = try w.run(["verify", vault, "--passphrase-file", pw], file: file, line: line)
+        XCTAssertTrue(verify.stdout.contains("all intact"), verify.stdout, file: file, line: line)
+    }
+
+    func testTheVersion1FixtureMigratesWithUpgrade() throws {
+        let w = try CLIWorld()
+        let vault = try fixtureCopy(w, "v1")
+        let pw = w.file("pw", passphrase)
+        let before = try bytes(vault + "/vault.header")
+        XCTAssertEqual(before.count, 259)
+        XCTAssertTrue(try w.run(["info", vault]).stdout.contains("Format version:      1"))
+        // Reading leaves a version-1 vault as it is.
+        try assertFixtureFiles(w, vault, pw)
+        XCTAssertEqual(try bytes(vault + "/vault.header"), before)
+        let upgraded = try w.run(["upgrade", vault, "--passphrase-file", pw])
+        XCTAssertTrue(upgraded.stdout.contains("from format version 1 to 2"), upgraded.stdout)
+        let after = try bytes(vault + "/vault.header")
+        XCTAssertEqual(after[4], 2)
+        XCTAssertTrue(try w.run(["info", vault]).stdout.contains("Format version:      2"))
+        let list = try w.run(["device", "list", vault])
+        XCTAssertEqual(list.stdout.split(separator: "\n").count, 2, list.stdout)
+        XCTAssertTrue(list.stdout.contains("\n* "), list.stdout)  // the slot is this machine's
+        try assertFixtureFiles(w, vault, pw)
+        let phrase = MigrationTests.fixtures + "/vault-v1.recovery-phrase"
+        let checked = try w.run(["verify", vault, "--recovery-phrase-file", phrase])
+        XCTAssertTrue(checked.stdout.contains("and the recovery phrase: all intact"), checked.stdout)
+        let again = try w.run(["upgrade", vault, "--passphrase-file", pw])
+        XCTAssertTrue(again.stdout.contains("already at format version 2"), again.stdout)
+    }
+
+    func testTheFirstWritableOpenMigrates() throws {
+        let w = try CLIWorld()
+        let vault = try fixtureCopy(w, "v1")
+        let pw = w.file("pw", passphrase)
+        let put = try w.run(["put", vault, pw, "/added-after-migration.txt", "--passphrase-file", pw])
+        XCTAssertTrue(put.stderr.contains("upgraded the vault to format version 2"), put.stderr)
+        XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2)
+        try assertFixtureFiles(w, vault, pw)
+        let added = try w.run(["get", vault, "/added-after-migration.txt", "-", "--passphrase-file", pw])
+        XCTAssertEqual(added.stdout, passphrase)
+    }
+
+    /// The migration writes the header (temporary, rename), then compacts the index (snapshot
+    /// temporary, rename, new journal). Each state a crash can leave between those steps is built from
+    /// the files of a vault before and after, and must open with every file intact, then migrate.
+    func testEveryStateACrashDuringMigrationLeavesOpens() throws {
+        let w = try CLIWorld()
+        let pw = w.file("pw", passphrase)
+        let old = try fixtureCopy(w, "old")
+        let new = try fixtureCopy(w, "new")
+        try w.run(["upgrade", new, "--passphrase-file", pw])
+        let states: [(String, [(from: String, to: String)])] = [
+            ("the new header written as a temporary", [(new + "/vault.header", "vault.header.tmp")]),
+            ("the new header in place, the index not yet compacted", [(new + "/vault.header", "vault.header")]),
+            (
+                "the new snapshot written as a temporary",
+                [(new + "/vault.header", "vault.header"), (new + "/index/snapshot", "index/snapshot.tmp")]
+            ),
+            (
+                "the new snapshot in place beside the old journal",
+                [(new + "/vault.header", "vault.header"), (new + "/index/snapshot", "index/snapshot")]
+            ),
+        ]
+        for (i, (state, files)) in states.enumerated() {
+            let vault = w.root + "/state-\(i)"
+            try copyTree(old, vault)
+            for (from, to) in files {
+                try Data(try bytes(from)).write(to: URL(fileURLWithPath: vault + "/" + to))
+            }
+            let ls = try w.run(["ls", vault, "/", "--passphrase-file", pw])
+            XCTAssertTrue(ls.stdout.contains("forty-thousand-v.txt"), "\(state): \(ls.stdout)")
+            try assertFixtureFiles(w, vault, pw)
+            try w.run(["upgrade", vault, "--passphrase-file", pw])
+            XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2, state)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/vault.header.tmp"), state)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/index/snapshot.tmp"), state)
+            try assertFixtureFiles(w, vault, pw)
+        }
+    }
+
+    /// The same with a real `kill -9` at random moments of `vaultaire upgrade`.
+    func testKill9DuringUpgradeLeavesAVaultThatOpens() throws {
+        let w = try CLIWorld()
+        let pw = w.file("pw", passphrase)
+        for round in 0..<12 {
+            let vault = try fixtureCopy(w, "kill-\(round)")
+            let (p, _, _) = try w.start(["upgrade", vault, "--passphrase-file", pw])
+            usleep(UInt32.random(in: 0...40_000))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            try assertFixtureFiles(w, vault, pw)
+            try w.run(["upgrade", vault, "--passphrase-file", pw])
+            XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2)
+            try assertFixtureFiles(w, vault, pw)
+        }
+    }
+}
