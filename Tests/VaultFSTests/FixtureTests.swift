@@ -71,5 +71,22 @@ final class FormatVectorTests: XCTestCase {
             authenticating: [UInt8](hex: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb010000000000000001")!)
         XCTAssertEqual(Array(sealed.prefix(16)).hex, "378287ab346d372949acda3154904cd3")
         XCTAssertEqual(Array(sealed.suffix(16)).hex, "1823c50879a8ae88753046aa363fdc85")
+        // Format version 2: the header MAC's key and a MAC, and the backup envelope's derived nonce.
+        setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
+        XCTAssertEqual(
+            try VaultHeader.mac(of: Array("abc".utf8), master: master).hex,
+            "20d6115f7f893766447291a7a6cc19ffbcd4ffed3ca441e2ee6f60a5d686b8b7")
+        XCTAssertTrue(
+            try KeyDerivation.subkey(of: master, label: VaultHeader.macLabel).constantTimeEquals(
+                [UInt8](hex: "9675da3f7f4f71c72e00e8805f1e3a01306269dd5bed1e6a58303cc962c287a0")!))
+        let (header, _) = try VaultHeader.create(
+            credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))), pattern: nil,
+            deviceSalt: salt, deviceName: "vector", iterations: 1000,
+            recoveryPhrase: SecureBytes(copying: Array("phrase".utf8)), recoveryIterations: 1000, chunkSizeLog2: 12,
+            now: 0)
+        let envelope = try header.makeBackupEnvelope(
+            master: master, credential: .passphrase(SecureBytes(copying: Array("correct horse battery".utf8))),
+            iterations: 1000)
+        XCTAssertEqual(envelope.nonce.hex, "526ea4b4b032ebdbd4ff4f14")
     }
 }
