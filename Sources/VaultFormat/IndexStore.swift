@@ -49,6 +49,8 @@ public final class IndexStore {
     /// Seals made under the current epoch's key: every snapshot and every journal record sealed in
     /// that epoch (failed appends included), as far as this store knows (see FORMAT.md, "Seal counts").
     public private(set) var indexSeals: UInt64 = 0
+    /// The seal count at which a compaction moves to the next epoch (`SealBudget.limit`; tests lower it).
+    public var sealLimit = SealBudget.limit
     private var journal: FileDescriptor?
     /// Set when a failed append's partial record could not be cut off: nothing may follow it.
     private var tornTail = false
@@ -257,7 +259,7 @@ public final class IndexStore {
 
     /// Whether the journal has grown enough that a compaction pays off.
     public var wantsCompaction: Bool {
-        journalBytes > max(4 << 20, snapshotBytes) || indexSeals >= SealBudget.limit
+        journalBytes > max(4 << 20, snapshotBytes) || indexSeals >= sealLimit
             || loadedVersion < IndexStore.formatVersion
     }
 
@@ -271,7 +273,7 @@ public final class IndexStore {
             epoch = 0
             indexSeals = 0
             epochKey = nil
-        } else if indexSeals + 1 >= SealBudget.limit {
+        } else if indexSeals + 1 >= sealLimit {
             // Key rotation: the new snapshot and journal are sealed under the next epoch's key.
             epoch += 1
             indexSeals = 0
