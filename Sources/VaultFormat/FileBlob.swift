@@ -458,6 +458,9 @@ public final class FileBlob {
         contentKey.wipe()
     }
 
+    /// Wipes the key of a blob written by a rewrite once its data is on disk (the file reopens it).
+    public func wipeKeyAfterRewrite() { wipeKey() }
+
     /// Starts writing chunks `first ..< first + count` to disk without waiting (see `FileDescriptor`).
     public func startWriteback(fromChunk first: Int, count: Int) {
         fd.startWriteback(offset: offset(ofChunk: first), length: count * slotSize)

@@ -161,5 +161,26 @@ final class FormatV2Tests: XCTestCase {
         XCTAssertEqual(try after.resolve("/new.txt").blobLayout, 2)
         XCTAssertTrue(after.verify().isIntact)
         try after.close()
+
+        // The explicit rewrite: every v1 blob into layout 2, content unchanged, old blobs gone.
+        let w = try open(readOnly: false)
+        let oldBlob = try w.resolve("/forty-thousand-v.txt").blobID
+        var calls = 0
+        let rewritten = try w.rewriteBlobs { _, _ in calls += 1 }
+        XCTAssertGreaterThan(rewritten, 0)
+        XCTAssertEqual(calls, rewritten, "progress once per file")
+        try w.close()
+        let final = try open(readOnly: true)
+        XCTAssertEqual(try final.readFile("/forty-thousand-v.txt"), [UInt8](repeating: UInt8(ascii: "v"), count: 40000))
+        XCTAssertEqual(
+            String(decoding: try final.readFile("/docs/hello.txt"), as: UTF8.self),
+            "Hello from format version 1.\nmore\n")
+        for id in final.meta.withLock({ $0.index.inodes.values.filter { $0.kind == .file }.map(\.blobLayout) }) {
+            XCTAssertEqual(id, 2)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: final.layout.blobPath(oldBlob)), "old blob reaped")
+        let report = final.verify()
+        XCTAssertTrue(report.isIntact && report.strayBlobs.isEmpty, "\(report.damaged) \(report.strayBlobs.count)")
+        try final.close()
     }
 }
