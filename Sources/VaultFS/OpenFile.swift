@@ -9,7 +9,9 @@ import VaultSystem
 /// Invariants between operations, which make every chunk's final flag right:
 /// every chunk on disk below the last is sealed non-final, and the last chunk is sealed final —
 /// except the chunk held dirty in the cache, which is sealed with the right flag when written back,
-/// and the chunks in `gaps`, which are not on disk yet and read as zeros.
+/// and the chunks in `gaps`, which are not on disk yet and read as zeros. Every chunk on disk below the
+/// last is stored whole; the last is stored as long as the blob's padding rule says for `size`
+/// (`finalLength`), and its plaintext past `size` is zeros.
 /// Callers hold `lock` (exclusively) around every method, except `readWholeChunksShared`, which
 /// needs it shared.
 // Shared by every handle on the file: its data-path state is behind `lock`, `handles` and `writers`
@@ -26,29 +28,34 @@ final class OpenFile: @unchecked Sendable {
     /// chunk sealed non-final); only then does a read of the last chunk accept either flag.
     var tolerateLastChunkFlag: Bool
     var modifiedSinceCommit = false
-    /// The name in the sealed header, kept for reseals (new content version, rename).
+    /// The name in the sealed header, kept for reseals of a layout-1 header (new content version).
     var headerName = ""
+    /// The record's content seal count when the blob was opened; `blob.seals` counts on from there.
+    var sealBase: UInt64 = 0
 
     let cache: SecureBytes
     private var cacheIndex = -1
     private var cacheDirty = false
     /// Chunks 0..<onDisk hold valid sealed data on disk, except those in `gaps`.
     private(set) var onDisk: Int
-    /// Chunks that read as zeros but have not been written: what a write past the end leaves between
-    /// the old end and itself. The kernel's write-back sends a streaming write's requests out of order,
-    /// so most gaps are filled by the very next request; sealed zeros go to disk only for what is
-    /// still a gap when the file is written back as a whole (`writeBack`). Sorted, disjoint, all below
-    /// `chunkCount`, never the cached chunk.
+    /// Chunks that read as zeros and are not on disk: the record's holes, what a write past the end
+    /// leaves between the old end and itself, what `truncate` adds, what a punched hole frees. They
+    /// reach the record as its holes (`holeList`) when the file is committed; the blob stays sparse
+    /// there. Sorted, disjoint, all below `chunkCount`, never the cached chunk.
     var gaps: [Range<Int>] = []
-    /// Beyond this many gaps (a pattern of small writes each further past the end), they are written.
-    let maximumGaps = 64
+    /// Beyond this many gaps (a pattern of small writes each further past the end), they are written
+    /// as sealed zeros, so that a record's hole list stays bounded.
+    let maximumGaps = Inode.maximumHoles / 2
     private var slot: [UInt8]
     /// Scratch for runs of whole chunks, read or written with one system call.
     private var runSlots: [UInt8]
     let maximumRun: Int
 
     /// `cache` is one chunk of wiping storage, lent by the vault (see `UnlockedVault.lendCache`).
-    init(id: UInt64, blob: FileBlob, size: Int, tolerateLastChunkFlag: Bool, cache: SecureBytes) throws {
+    init(
+        id: UInt64, blob: FileBlob, size: Int, holes: [Range<Int>] = [], tolerateLastChunkFlag: Bool,
+        cache: SecureBytes
+    ) throws {
         self.id = id
         self.blob = blob
         self.chunkSize = blob.chunkSize
@@ -60,28 +67,61 @@ final class OpenFile: @unchecked Sendable {
         self.slot = [UInt8](repeating: 0, count: blob.slotSize)
         self.maximumRun = max(1, (1 << 20) / blob.chunkSize)
         self.runSlots = []
+        self.gaps = OpenFile.clip(holes, below: chunkCount)
     }
 
     var chunkCount: Int { (size + chunkSize - 1) / chunkSize }
+
+    /// How much of the last chunk's plaintext the blob stores (the padding rule, for `size`).
+    var finalLength: Int { blob.finalChunkLength(size: size) }
+
+    /// The gaps as a record's hole list: merged where they touch.
+    var holeList: [Range<Int>] {
+        var merged: [Range<Int>] = []
+        for g in gaps.sorted(by: { $0.lowerBound < $1.lowerBound }) where !g.isEmpty {
+            if let last = merged.last, last.upperBound >= g.lowerBound {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, g.upperBound)
+            } else {
+                merged.append(g)
+            }
+        }
+        return merged
+    }
+
+    static func clip(_ holes: [Range<Int>], below count: Int) -> [Range<Int>] {
+        holes.compactMap { h in h.lowerBound < count ? h.lowerBound..<min(h.upperBound, count) : nil }
+    }
 
     // MARK: Chunk I/O
 
     private func readFromDisk(_ index: Int, into buffer: UnsafeMutableRawBufferPointer) throws {
         let last = index == chunkCount - 1
+        let stored = finalLength
         try slot.withUnsafeMutableBytes { s in
             do {
-                try blob.readChunk(index, final: last, into: buffer, scratch: s)
+                try blob.readChunk(index, final: last, finalLength: stored, into: buffer, scratch: s)
             } catch let FormatError.damaged(why) where last && tolerateLastChunkFlag {
-                do { try blob.readChunk(index, final: false, into: buffer, scratch: s) } catch {
-                    throw FormatError.damaged(why)
+                // A session cut short (or a failed write) can leave the last chunk sealed non-final,
+                // or at the length of another size (a whole chunk, as before the file shrank).
+                var opened = false
+                for (final, length) in [(false, stored), (false, chunkSize), (true, chunkSize)] where !opened {
+                    opened =
+                        (try? blob.readChunk(index, final: final, finalLength: length, into: buffer, scratch: s)) != nil
                 }
+                guard opened else { throw FormatError.damaged(why) }
             }
+        }
+        if last {
+            // Past the end the plaintext is zeros, whatever an older, longer version left there.
+            let used = size - index * chunkSize
+            if used < chunkSize { _ = memset(buffer.baseAddress! + used, 0, chunkSize - used) }
         }
     }
 
     private func writeToDisk(_ index: Int, from buffer: UnsafeRawBufferPointer) throws {
+        let last = index == chunkCount - 1
         try slot.withUnsafeMutableBytes { s in
-            try blob.writeChunk(index, final: index == chunkCount - 1, from: buffer, scratch: s)
+            try blob.writeChunk(index, final: last, finalLength: last ? finalLength : nil, from: buffer, scratch: s)
         }
         onDisk = max(onDisk, index + 1)
         closeGaps(index..<index + 1)
@@ -95,7 +135,9 @@ final class OpenFile: @unchecked Sendable {
         }
         do {
             try runSlots.withUnsafeMutableBytes { s in
-                try blob.readChunks(from: first, count: count, finalIndex: chunkCount - 1, into: buffer, scratch: s)
+                try blob.readChunks(
+                    from: first, count: count, finalIndex: chunkCount - 1, finalLength: finalLength, into: buffer,
+                    scratch: s)
             }
         } catch is FormatError {
             for k in 0..<count {
@@ -125,7 +167,9 @@ final class OpenFile: @unchecked Sendable {
                 runSlots = [UInt8](repeating: 0, count: maximumRun * blob.slotSize)
             }
             try runSlots.withUnsafeMutableBytes { s in
-                try blob.writeChunks(from: first, count: count, finalIndex: chunkCount - 1, from: data, scratch: s)
+                try blob.writeChunks(
+                    from: first, count: count, finalIndex: chunkCount - 1, finalLength: finalLength, from: data,
+                    scratch: s)
             }
         }
         onDisk = max(onDisk, first + count)
@@ -160,11 +204,13 @@ final class OpenFile: @unchecked Sendable {
         cacheDirty = false
     }
 
-    /// Puts everything on disk: sealed zeros in the gaps, then the dirty cached chunk — before the
-    /// file's record is journaled, so that the record never counts chunks the blob lacks.
+    /// Puts everything on disk: the dirty cached chunk, and the blob's length (a file extended past
+    /// chunks it never wrote gets them as holes, sparse on the host) — before the file's record is
+    /// journaled, so that the record never counts chunks the blob lacks.
     func writeBack() throws {
-        try writeGaps()
         try writeBackCache()
+        let expected = blob.expectedLength(size: size)
+        if try blob.length() != expected { try blob.setLength(expected) }
     }
 
     // MARK: Operations
@@ -226,7 +272,7 @@ final class OpenFile: @unchecked Sendable {
             let run = min(maximumRun, count - done)
             do {
                 try blob.readChunks(
-                    from: first + done, count: run, finalIndex: chunkCount - 1,
+                    from: first + done, count: run, finalIndex: chunkCount - 1, finalLength: finalLength,
                     into: UnsafeMutableRawBufferPointer(rebasing: buffer[done * chunkSize..<(done + run) * chunkSize]),
                     scratch: scratch)
             } catch {
@@ -270,7 +316,9 @@ final class OpenFile: @unchecked Sendable {
                 }
                 closeGaps(chunkCount..<Int.max)
                 if onDisk > chunkCount {
-                    try? blob.truncate(toChunks: chunkCount)
+                    // Cut after the old last chunk's whole slot: it may be on disk resealed non-final
+                    // and whole, and is resealed from the cache below.
+                    try? blob.setLength(blob.expectedLength(size: chunkCount * chunkSize))
                     onDisk = chunkCount
                 }
                 // The old last chunk may have been resealed as non-final: reseal it as final.
@@ -360,17 +408,17 @@ final class OpenFile: @unchecked Sendable {
         }
         size = newSize
         try writeBackCache()
-        try blob.truncate(toChunks: newCount)
+        try blob.truncate(toSize: newSize)
         onDisk = min(onDisk, newCount)
         modifiedSinceCommit = true
     }
 
     /// After the blob was repaired under this file (a save that failed): what is on disk is all there is.
-    func resetAfterRepair(size newSize: Int) {
+    func resetAfterRepair(size newSize: Int, holes: [Range<Int>]) {
         dropCache()
         size = newSize
         onDisk = chunkCount
-        gaps = []
+        gaps = OpenFile.clip(holes, below: chunkCount)
         tolerateLastChunkFlag = true
         modifiedSinceCommit = false
     }

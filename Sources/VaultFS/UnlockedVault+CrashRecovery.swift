@@ -75,34 +75,73 @@ extension UnlockedVault {
             return try recreateEmptyBlob(&node, truncating: true)
         }
         if info.version != node.contentVersion { try writeHeader(blob, for: node, name: info.name) }
-        let recorded = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
-        let onDisk = try blob.chunksOnDisk()
+        let size = Int(node.size)
+        let recorded = (size + blob.chunkSize - 1) / blob.chunkSize
+        let holes = OpenFile.clip(node.holes, below: recorded)
+        let hostLength = try blob.length()
         let plain = SecureBytes(count: blob.chunkSize)
         var slot = [UInt8](repeating: 0, count: blob.slotSize)
         var lost: String?
+        var newSize = size
         try plain.withUnsafeMutableBytes { p in
             try slot.withUnsafeMutableBytes { s in
-                func authenticates(_ index: Int) -> Bool {
-                    (try? blob.readChunk(index, final: false, into: p, scratch: s)) != nil
-                        || (try? blob.readChunk(index, final: true, into: p, scratch: s)) != nil
+                // The lengths a stored chunk may have been sealed at: whole, or (the last) the padded
+                // length of the recorded size, or whatever the blob holds of it.
+                func authenticatedLength(_ index: Int) -> (length: Int, final: Bool)? {
+                    var lengths = [blob.chunkSize]
+                    if index == recorded - 1 { lengths.append(blob.finalChunkLength(size: size)) }
+                    let available =
+                        hostLength - blob.expectedLength(size: index * blob.chunkSize)
+                        - FileBlob.chunkOverhead
+                    if available > 0 && available < blob.chunkSize { lengths.append(available) }
+                    for length in Set(lengths).sorted(by: >) {
+                        for final in [false, true]
+                        where (try? blob.readChunk(index, final: final, finalLength: length, into: p, scratch: s))
+                            != nil
+                        {
+                            return (length, final)
+                        }
+                    }
+                    return nil
                 }
                 var intact = 0
-                while intact < min(recorded, onDisk) && authenticates(intact) { intact += 1 }
+                var last: (length: Int, final: Bool)?
+                while intact < recorded {
+                    if holes.contains(where: { $0.contains(intact) }) {
+                        last = nil
+                    } else {
+                        guard let found = authenticatedLength(intact) else { break }
+                        last = found
+                    }
+                    intact += 1
+                }
                 if intact < recorded {
                     lost = "file \(node.id) lost data written after its last fsync (cut to \(intact) chunk(s))"
-                    node.size = UInt64(intact * blob.chunkSize)
+                    newSize = intact * blob.chunkSize
+                } else if let last, recorded > 0, last.length < size - (recorded - 1) * blob.chunkSize {
+                    // The last chunk on disk is from a smaller size than the record's.
+                    newSize = (recorded - 1) * blob.chunkSize + last.length
+                    lost = "file \(node.id) lost data written after its last fsync (cut to \(newSize) bytes)"
                 }
-                let count = min(recorded, intact)
-                if try onDisk > count || blob.trailingBytes() > 0 { try blob.truncate(toChunks: count) }
-                guard count > 0 else { return }
-                do {
-                    try blob.readChunk(count - 1, final: true, into: p, scratch: s)
-                } catch FormatError.damaged {
-                    try blob.readChunk(count - 1, final: false, into: p, scratch: s)
-                    try blob.writeChunk(count - 1, final: true, from: UnsafeRawBufferPointer(p), scratch: s)
+                let count = (newSize + blob.chunkSize - 1) / blob.chunkSize
+                if let last, count > 0, !holes.contains(where: { $0.contains(count - 1) }) {
+                    // The new last chunk must say it is the last, at the padded length of the size.
+                    let wanted = blob.finalChunkLength(size: newSize)
+                    if !last.final || last.length != wanted {
+                        _ = try blob.readChunk(
+                            count - 1, final: last.final, finalLength: last.length, into: p, scratch: s)
+                        let used = newSize - (count - 1) * blob.chunkSize
+                        if used < blob.chunkSize { _ = memset(p.baseAddress! + used, 0, blob.chunkSize - used) }
+                        try blob.writeChunk(
+                            count - 1, final: true, finalLength: wanted, from: UnsafeRawBufferPointer(p), scratch: s)
+                        node.contentSeals += 1
+                    }
                 }
+                if try blob.length() != blob.expectedLength(size: newSize) { try blob.truncate(toSize: newSize) }
             }
         }
+        node.size = UInt64(newSize)
+        node.holes = OpenFile.clip(holes, below: (newSize + blob.chunkSize - 1) / blob.chunkSize)
         try blob.sync()
         return lost
     }
@@ -119,8 +158,11 @@ extension UnlockedVault {
         let blob = try FileBlob.create(
             file: file, blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
             headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, name: name,
-            mimeType: node.mimeType, version: node.contentVersion, reusingEmptyFile: true)
+            mimeType: node.mimeType, version: node.contentVersion, reusingEmptyFile: true,
+            layout: Int(node.blobLayout))
         try blob.sync()
+        node.holes = []
+        node.contentSeals = 0
         guard node.size > 0 else { return nil }
         node.size = 0
         return "file \(node.id) lost data written after its last fsync (cut to 0 chunk(s))"

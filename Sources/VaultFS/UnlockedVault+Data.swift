@@ -102,9 +102,10 @@ extension UnlockedVault {
                 return open
             }
             let open = try OpenFile(
-                id: id, blob: blob, size: Int(node.size), tolerateLastChunkFlag: node.needsCheck,
+                id: id, blob: blob, size: Int(node.size), holes: node.holes, tolerateLastChunkFlag: node.needsCheck,
                 cache: s.lendCache(chunkSize: 1 << Int(chunkSizeLog2)))
             open.headerName = headerName
+            open.sealBase = node.contentSeals
             open.handles = 1
             open.writers = write ? 1 : 0
             s.openFiles[id] = open
@@ -163,9 +164,11 @@ extension UnlockedVault {
                     throw DamagedFile(inode: f.id, reason: "\(e)")
                 }
                 let size = f.size
+                let holes = f.holeList
                 meta.withLock { s in
                     s.touch(f.id) {
                         $0.size = UInt64(size)
+                        $0.holes = holes
                         $0.modificationTime = now
                         $0.changeTime = now
                     }
@@ -195,9 +198,11 @@ extension UnlockedVault {
             try f.lock.withLock {
                 if newSize < f.size {
                     try f.writeBack()
+                    let holes = OpenFile.clip(f.holeList, below: (newSize + f.chunkSize - 1) / f.chunkSize)
                     try meta.withLock { s in
                         var node = try s.record(id)
                         node.size = UInt64(newSize)
+                        node.holes = holes
                         node.modificationTime = now
                         node.changeTime = now
                         try s.commit([.putInode(node)])
@@ -207,9 +212,11 @@ extension UnlockedVault {
                     do { try f.truncate(to: newSize) } catch let e as FormatError {
                         throw DamagedFile(inode: id, reason: "\(e)")
                     }
+                    let holes = f.holeList
                     meta.withLock { s in
                         s.touch(id) {
                             $0.size = UInt64(newSize)
+                            $0.holes = holes
                             $0.modificationTime = now
                             $0.changeTime = now
                         }
@@ -285,14 +292,17 @@ extension UnlockedVault {
             try? held?.writeHeldBackHeader()
             guard var node = recorded else { return }
             node.size = UInt64(f.size)
+            node.holes = f.holeList
             let path = path(of: f.id) ?? "(inode \(f.id))"
             do {
                 _ = try reconcile(&node)
                 // Another open may have joined meanwhile: the open file goes on from what the blob holds.
-                f.resetAfterRepair(size: Int(node.size))
+                f.resetAfterRepair(size: Int(node.size), holes: node.holes)
                 meta.withLock { s in
                     s.touch(f.id) {
                         $0.size = node.size
+                        $0.holes = node.holes
+                        $0.contentSeals = node.contentSeals
                         $0.contentVersion = node.contentVersion
                     }
                 }
@@ -324,6 +334,8 @@ extension UnlockedVault {
                 // needsCheck stays: a writer may be between the two steps of its open (not counted in
                 // `writers` yet); only close() clears the marks, when nothing else runs.
                 node.size = UInt64(f.size)
+                node.holes = f.holeList
+                node.contentSeals = max(node.contentSeals, f.sealBase + f.blob.seals)
                 try s.commit([.putInode(node)])
                 f.modifiedSinceCommit = false
                 return durable ? try s.prepareSync() : nil

@@ -79,3 +79,20 @@ extension UnlockedVault {
         releaseLock()
     }
 }
+
+extension UnlockedVault {
+    /// Writes the index as a new snapshot in the current index version and starts an empty journal
+    /// (atomically, as a compaction at close does): the migration calls it right after it rewrote
+    /// `vault.header`. A crash in between leaves the new snapshot beside the old journal, whose
+    /// records the snapshot already holds; the next open skips them. Writable opens only.
+    public func compactIndexNow() throws {
+        try requireWritable()
+        try commit(durable: true)
+        try meta.withLock { s in try s.journal.compact(s.index) }
+    }
+
+    /// The index version on disk (1 until the first writable open migrates it) and its key epoch.
+    public var indexFormat: (version: Int, epoch: UInt32) {
+        meta.withLock { ($0.journal.loadedVersion, $0.journal.epoch) }
+    }
+}

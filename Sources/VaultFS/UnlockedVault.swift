@@ -131,7 +131,7 @@ public final class UnlockedVault: @unchecked Sendable {
         try FileBlob.open(
             file: try layout.blobFile(node.blobID), blobID: node.blobID, inodeID: node.id, vaultID: header.vaultID,
             headerKey: keys.fileHeader, chunkSizeLog2: chunkSizeLog2, writable: writable,
-            version: node.contentVersion, allowPreviousVersion: node.needsCheck)
+            version: node.contentVersion, allowPreviousVersion: node.needsCheck, layout: Int(node.blobLayout))
     }
 
     /// Reseals a blob's header (name, MIME type, content version), keeping its content key.

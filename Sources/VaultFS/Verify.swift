@@ -73,22 +73,29 @@ extension UnlockedVault {
     private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {
         do {
             let (blob, _) = try openBlob(node, writable: false)
-            let count = (Int(node.size) + blob.chunkSize - 1) / blob.chunkSize
-            let onDisk = try blob.chunksOnDisk()
-            if onDisk < count { return "blob truncated: \(onDisk) of \(count) chunks" }
-            if try (onDisk > count || blob.trailingBytes() > 0) && !node.needsCheck {
-                return "blob extended beyond its recorded size"
+            let size = Int(node.size)
+            let count = (size + blob.chunkSize - 1) / blob.chunkSize
+            let holes = node.holes
+            if let beyond = holes.last, beyond.upperBound > count {
+                return "hole list runs past the file's \(count) chunks"
             }
+            let length = try blob.length()
+            let expected = blob.expectedLength(size: size)
+            if length < expected && !node.needsCheck { return "blob truncated: \(length) of \(expected) bytes" }
+            if length > expected && !node.needsCheck { return "blob extended beyond its recorded size" }
             let plain = SecureBytes(count: blob.chunkSize)
             var slot = [UInt8](repeating: 0, count: blob.slotSize)
+            let finalLength = blob.finalChunkLength(size: size)
             try plain.withUnsafeMutableBytes { p in
                 try slot.withUnsafeMutableBytes { s in
-                    for i in 0..<count {
+                    for i in 0..<count where !holes.contains(where: { $0.contains(i) }) {
                         let last = i == count - 1
                         do {
-                            try blob.readChunk(i, final: last, into: p, scratch: s)
+                            try blob.readChunk(i, final: last, finalLength: finalLength, into: p, scratch: s)
                         } catch FormatError.damaged where last && node.needsCheck {
-                            try blob.readChunk(i, final: false, into: p, scratch: s)
+                            try blob.readChunk(i, final: false, finalLength: finalLength, into: p, scratch: s)
+                        } catch let FormatError.damaged(why) where length < expected {
+                            throw FormatError.damaged("blob truncated: \(why)")
                         }
                         report.chunksChecked += 1
                     }

@@ -41,12 +41,14 @@ public struct IndexState: Equatable {
         }
     }
 
-    // Snapshot plaintext: nextID u64 | count u32 | inodes… | count u32 | (parent u64, name, child u64)…
-    func encoded() -> [UInt8] {
+    // Snapshot plaintext: nextID u64 | [v2: index seals u64] | count u32 | inodes… | count u32 |
+    // (parent u64, name, child u64)…
+    func encoded(version: Int = IndexStore.formatVersion, indexSeals: UInt64 = 0) -> [UInt8] {
         var w = ByteWriter(capacity: inodes.count * 128)
         w.u64(nextID)
+        if version >= 2 { w.u64(indexSeals) }
         w.u32(UInt32(inodes.count))
-        for id in inodes.keys.sorted() { inodes[id]!.encode(into: &w) }
+        for id in inodes.keys.sorted() { inodes[id]!.encode(into: &w, version: version) }
         let total = entries.values.reduce(0) { $0 + $1.count }
         w.u32(UInt32(total))
         for parent in entries.keys.sorted() {
@@ -59,12 +61,20 @@ public struct IndexState: Equatable {
         return w.bytes
     }
 
-    init(decoding bytes: [UInt8]) throws {
+    init(decoding bytes: [UInt8], version: Int = IndexStore.formatVersion) throws {
+        var seals: UInt64 = 0
+        try self.init(decoding: bytes, version: version, indexSeals: &seals)
+    }
+
+    /// Decodes a snapshot's plaintext of index `version`; `indexSeals` gets its count of seals under
+    /// the epoch's key before it (0 for version 1).
+    init(decoding bytes: [UInt8], version: Int, indexSeals: inout UInt64) throws {
         var r = ByteReader(bytes, what: "index snapshot")
         nextID = try r.u64()
+        indexSeals = version >= 2 ? try r.u64() : 0
         let count = Int(try r.u32())
         for _ in 0..<count {
-            let inode = try Inode(decoding: &r)
+            let inode = try Inode(decoding: &r, version: version)
             inodes[inode.id] = inode
             if inode.kind == .directory { entries[inode.id] = [:] }
         }

@@ -6,21 +6,30 @@ import VaultSystem
 /// A change costs one appended record (O(the change)); now and then the journal is compacted into a
 /// new snapshot.
 ///
-///     index/snapshot: "VLTS" | version u16 | vault ID [16] | last seq u64 | nonce [12] | sealed state
-///     index/journal:  "VLTJ" | version u16 | vault ID [16]
+/// Version 2 (written):
+///
+///     index/snapshot: "VLTS" | version u16 | vault ID [16] | last seq u64 | epoch u32 | nonce [12] | sealed state
+///     index/journal:  "VLTJ" | version u16 | vault ID [16] | epoch u32
 ///                     then records: length u32 | seq u64 | nonce [12] | sealed changes [length]
 ///
-/// Snapshot AAD: "vaultaire.v1.snapshot" ‖ the 30 bytes before the nonce.
-/// Record AAD:   "vaultaire.v1.journal" ‖ vault ID ‖ seq. Records carry consecutive sequence numbers
-/// starting after the snapshot's, so a dropped, reordered or replayed record is detected.
+/// Snapshot AAD: "vaultaire.v2.snapshot" ‖ the 34 bytes before the nonce.
+/// Record AAD:   "vaultaire.v2.journal" ‖ vault ID ‖ epoch ‖ seq. Records carry consecutive sequence
+/// numbers starting after the snapshot's, so a dropped, reordered or replayed record is detected.
+/// Both are sealed under the epoch's key, HMAC-SHA512(index key, "vaultaire.v2.index-epoch" ‖ epoch):
+/// a compaction that finds the key's seal count past `SealBudget.limit` moves to the next epoch.
+/// Version 1 (read, then migrated by the first writable open): no epoch, labels "vaultaire.v1.…",
+/// sealed under the index key itself, records in their version-1 encoding.
 public final class IndexStore {
     /// The version of `index/snapshot` and `index/journal` this build writes (the header has its own).
-    public static let formatVersion = 1
-    public static let snapshotLabel = "vaultaire.v1.snapshot"
-    public static let journalLabel = "vaultaire.v1.journal"
+    public static let formatVersion = 2
+    public static let snapshotLabel = "vaultaire.v2.snapshot"
+    public static let journalLabel = "vaultaire.v2.journal"
+    public static let epochLabel = "vaultaire.v2.index-epoch"
+    static let v1SnapshotLabel = "vaultaire.v1.snapshot"
+    static let v1JournalLabel = "vaultaire.v1.journal"
     static let snapshotMagic: [UInt8] = Array("VLTS".utf8)
     static let journalMagic: [UInt8] = Array("VLTJ".utf8)
-    static let journalHeaderSize = 4 + 2 + 16
+    static func journalHeaderSize(version: Int) -> Int { version >= 2 ? 4 + 2 + 16 + 4 : 4 + 2 + 16 }
     static let maximumRecord = 64 << 20
     static let maximumSnapshot = 1 << 30
     /// The journal is read a window at a time, so that its size (which whoever can write the vault
@@ -29,7 +38,19 @@ public final class IndexStore {
 
     public let directory: AnchoredPath
     private let vaultID: [UInt8]
+    /// The index key (version 1 seals under it; version 2 derives each epoch's key from it).
     private let key: SecureBytes
+    /// The key of `epoch` (version 2), derived at load or at a rotation; wiped with the store.
+    private var epochKey: SecureBytes?
+    /// The version of the snapshot on disk (1 until a writable open migrates it).
+    public private(set) var loadedVersion = IndexStore.formatVersion
+    /// Which key seals the index (version 2): rises by one at a compaction past the seal limit.
+    public private(set) var epoch: UInt32 = 0
+    /// Seals made under the current epoch's key: every snapshot and every journal record sealed in
+    /// that epoch (failed appends included), as far as this store knows (see FORMAT.md, "Seal counts").
+    public private(set) var indexSeals: UInt64 = 0
+    /// The seal count at which a compaction moves to the next epoch (`SealBudget.limit`; tests lower it).
+    public var sealLimit = SealBudget.limit
     private var journal: FileDescriptor?
     /// Set when a failed append's partial record could not be cut off: nothing may follow it.
     private var tornTail = false
@@ -54,8 +75,26 @@ public final class IndexStore {
     /// Writes a fresh index holding `state`.
     public func create(_ state: IndexState) throws {
         try directory.makeDirectory()
+        epoch = 0
+        indexSeals = 0
         try writeSnapshot(state, seq: 0)
         try startJournal()
+    }
+
+    /// The key that seals version-2 snapshots and journals of `epoch`.
+    static func epochKey(base: SecureBytes, epoch: UInt32) throws -> SecureBytes {
+        var label = Array(IndexStore.epochLabel.utf8)
+        withUnsafeBytes(of: epoch.littleEndian) { label.append(contentsOf: $0) }
+        let mac = try Digest.hmacSHA512(key: base, message: label)
+        defer { mac.wipe() }
+        return mac.slice(0..<32)
+    }
+
+    private func currentKey() throws -> SecureBytes {
+        if let epochKey { return epochKey }
+        let k = try IndexStore.epochKey(base: key, epoch: epoch)
+        epochKey = k
+        return k
     }
 
     /// What loading found besides the state: one line each for things repaired on the way.
@@ -84,17 +123,29 @@ public final class IndexStore {
             throw FormatError.damaged("index journal missing")
         }
         let reader = try WindowedReader(fd, window: IndexStore.journalWindow)
-        guard let head = try reader.bytes(at: 0, count: IndexStore.journalHeaderSize),
-            Array(head[0..<4]) == IndexStore.journalMagic
-        else {
+        guard let magic = try reader.bytes(at: 0, count: 6), Array(magic[0..<4]) == IndexStore.journalMagic else {
             throw FormatError.damaged("index journal header")
         }
-        let journalVersion = Int(head[4]) | Int(head[5]) << 8
-        guard journalVersion == IndexStore.formatVersion else { throw FormatError.unsupportedVersion(journalVersion) }
+        let journalVersion = Int(magic[4]) | Int(magic[5]) << 8
+        guard journalVersion == 1 || journalVersion == 2 else { throw FormatError.unsupportedVersion(journalVersion) }
+        let headerSize = IndexStore.journalHeaderSize(version: journalVersion)
+        guard let head = try reader.bytes(at: 0, count: headerSize) else {
+            throw FormatError.damaged("index journal header")
+        }
         guard Array(head[6..<22]) == vaultID else {
             throw FormatError.damaged("index journal belongs to another vault")
         }
-        var offset = IndexStore.journalHeaderSize
+        var journalEpoch: UInt32 = 0
+        if journalVersion >= 2 {
+            var r = ByteReader(Array(head[22..<26]), what: "journal header")
+            journalEpoch = try r.u32()
+        }
+        // A journal of another version or epoch than the snapshot is what a crash during a migration
+        // or a key rotation leaves (new snapshot in place, old journal not yet replaced): every record
+        // in it must already be in the snapshot.
+        let matches = journalVersion == loadedVersion && (journalVersion == 1 || journalEpoch == epoch)
+        let journalKey = loadedVersion == 1 ? key : try currentKey()
+        var offset = headerSize
         while offset < reader.size {
             let fixed = 4 + 8 + 12
             guard let recordHead = try reader.bytes(at: offset, count: fixed) else { break }
@@ -108,30 +159,46 @@ public final class IndexStore {
             guard let sealed = try reader.bytes(at: offset + fixed, count: length) else { break }
             offset += fixed + length
             if seq <= snapshotSeq { continue }  // already in the snapshot (crash during compaction)
+            guard matches else {
+                throw FormatError.damaged(
+                    "index journal (version \(journalVersion), epoch \(journalEpoch)) holds record \(seq) "
+                        + "after a snapshot of version \(loadedVersion), epoch \(epoch)")
+            }
             guard seq == lastSeq + 1 else { throw FormatError.damaged("index journal skips from \(lastSeq) to \(seq)") }
             let plain: [UInt8]
             do {
-                plain = try AESGCM.open(sealed, using: key, nonce: nonce, authenticating: recordAAD(seq))
+                plain = try AESGCM.open(
+                    sealed, using: journalKey, nonce: nonce,
+                    authenticating: recordAAD(seq, version: journalVersion, epoch: journalEpoch))
             } catch CryptoError.authenticationFailure {
                 throw FormatError.damaged("index journal record \(seq) fails authentication")
             }
             var reader = ByteReader(plain, what: "journal record \(seq)")
-            while !reader.isAtEnd { try state.apply(try IndexChange(decoding: &reader)) }
+            while !reader.isAtEnd { try state.apply(try IndexChange(decoding: &reader, version: journalVersion)) }
             lastSeq = seq
+            if matches { indexSeals += 1 }
             report.records += 1
         }
         if offset < reader.size {
             report.notices.append(
                 "index journal ended in an incomplete record (interrupted write); \(reader.size - offset) bytes dropped"
             )
-            if forWriting {
+            if forWriting && matches {
                 try fd.truncate(to: offset)
                 try fd.sync()
             }
         }
         journalBytes = offset
         if forWriting {
-            journal = try journalFile.open(flags: O_WRONLY | O_APPEND)
+            if loadedVersion < IndexStore.formatVersion {
+                // Writers write version 2 only: the first writable open migrates the index (a new
+                // snapshot, then an empty journal; a crash between the two is the case above).
+                try compact(state)
+                report.notices.append("index migrated to version \(IndexStore.formatVersion)")
+            } else {
+                if !matches { try startJournal() }
+                journal = try journalFile.open(flags: O_WRONLY | O_APPEND)
+            }
         }
         return (state, report)
     }
@@ -151,7 +218,10 @@ public final class IndexStore {
         for c in all { c.encode(into: &w) }
         let seq = lastSeq + 1
         let nonce = try SecureRandom.bytes(12)
-        let sealed = try AESGCM.seal(w.bytes, using: key, nonce: nonce, authenticating: recordAAD(seq))
+        indexSeals += 1  // counted before the seal: a failed write below still used the nonce
+        let sealed = try AESGCM.seal(
+            w.bytes, using: try currentKey(), nonce: nonce,
+            authenticating: recordAAD(seq, version: IndexStore.formatVersion, epoch: epoch))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count))
         rec.u64(seq)
@@ -188,25 +258,46 @@ public final class IndexStore {
     }
 
     /// Whether the journal has grown enough that a compaction pays off.
-    public var wantsCompaction: Bool { journalBytes > max(4 << 20, snapshotBytes) }
+    public var wantsCompaction: Bool {
+        journalBytes > max(4 << 20, snapshotBytes) || indexSeals >= sealLimit
+            || loadedVersion < IndexStore.formatVersion
+    }
 
     /// Writes `state` (which must include every appended change) as the new snapshot and empties the journal.
     /// Crash-safe: the old journal's records are all ≤ the new snapshot's sequence number and are skipped.
     public func compact(_ state: IndexState) throws {
-        try append([])  // deferred changes are in `state` too; written first, they keep the sequence simple
+        if journal != nil {
+            try append([])  // deferred changes are in `state` too; written first, they keep the sequence simple
+        }
+        if loadedVersion < IndexStore.formatVersion {
+            epoch = 0
+            indexSeals = 0
+            epochKey = nil
+        } else if indexSeals + 1 >= sealLimit {
+            // Key rotation: the new snapshot and journal are sealed under the next epoch's key.
+            epoch += 1
+            indexSeals = 0
+            epochKey?.wipe()
+            epochKey = nil
+        }
         try writeSnapshot(state, seq: lastSeq)
+        loadedVersion = IndexStore.formatVersion
         try startJournal()
         journal = try journalFile.open(flags: O_WRONLY | O_APPEND)
     }
 
-    public func close() { journal = nil }
+    public func close() {
+        journal = nil
+        epochKey?.wipe()
+    }
 
     // MARK: Pieces
 
-    private func recordAAD(_ seq: UInt64) -> [UInt8] {
+    private func recordAAD(_ seq: UInt64, version: Int, epoch: UInt32) -> [UInt8] {
         var w = ByteWriter()
-        w.raw(Array(IndexStore.journalLabel.utf8))
+        w.raw(Array((version >= 2 ? IndexStore.journalLabel : IndexStore.v1JournalLabel).utf8))
         w.raw(vaultID)
+        if version >= 2 { w.u32(epoch) }
         w.u64(seq)
         return w.bytes
     }
@@ -217,10 +308,13 @@ public final class IndexStore {
         head.u16(UInt16(IndexStore.formatVersion))
         head.raw(vaultID)
         head.u64(seq)
+        head.u32(epoch)
         let nonce = try SecureRandom.bytes(12)
+        let sealsBefore = indexSeals
+        indexSeals += 1
         let sealed = try AESGCM.seal(
-            state.encoded(), using: key, nonce: nonce,
-            authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
+            state.encoded(version: IndexStore.formatVersion, indexSeals: sealsBefore), using: try currentKey(),
+            nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
         let file = head.bytes + nonce + sealed
         try snapshotFile.replace(with: file)
         snapshotSeq = seq
@@ -231,21 +325,32 @@ public final class IndexStore {
         var r = ByteReader(bytes, what: "index snapshot")
         guard try r.raw(4) == IndexStore.snapshotMagic else { throw FormatError.damaged("index snapshot header") }
         let version = Int(try r.u16())
-        guard version == IndexStore.formatVersion else { throw FormatError.unsupportedVersion(version) }
+        guard version == 1 || version == 2 else { throw FormatError.unsupportedVersion(version) }
         guard try r.raw(16) == vaultID else { throw FormatError.damaged("index snapshot belongs to another vault") }
         let seq = try r.u64()
-        let head = Array(bytes[0..<30])
+        let found = version >= 2 ? try r.u32() : 0
+        let headSize = version >= 2 ? 34 : 30
+        let head = Array(bytes[0..<headSize])
         let nonce = try r.raw(12)
         let sealed = try r.raw(r.remaining)
+        loadedVersion = version
+        epoch = found
+        epochKey?.wipe()
+        epochKey = nil
+        let label = version >= 2 ? IndexStore.snapshotLabel : IndexStore.v1SnapshotLabel
         let plain: [UInt8]
         do {
             plain = try AESGCM.open(
-                sealed, using: key, nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head)
+                sealed, using: version >= 2 ? try currentKey() : key, nonce: nonce,
+                authenticating: Array(label.utf8) + head)
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("index snapshot fails authentication")
         }
         snapshotSeq = seq
-        return try IndexState(decoding: plain)
+        var sealsBefore: UInt64 = 0
+        let state = try IndexState(decoding: plain, version: version, indexSeals: &sealsBefore)
+        indexSeals = version >= 2 ? sealsBefore + 1 : 0
+        return state
     }
 
     private func startJournal() throws {
@@ -253,6 +358,7 @@ public final class IndexStore {
         w.raw(IndexStore.journalMagic)
         w.u16(UInt16(IndexStore.formatVersion))
         w.raw(vaultID)
+        w.u32(epoch)
         try journalFile.replace(with: w.bytes)
         journalBytes = w.bytes.count
     }

@@ -40,6 +40,16 @@ public struct Inode: Equatable {
     /// Bumped each session the file is first opened for writing, and sealed into the blob's header too,
     /// so a whole blob rolled back to an older version no longer matches its record.
     public var contentVersion: UInt64
+    /// The layout of the file's blob (`FileBlob.layoutVersion` when it was made): 1 or 2. Records of
+    /// index version 1 name only layout-1 blobs.
+    public var blobLayout: UInt8
+    /// Chunk ranges that read as zeros and are not stored in the blob (sparse files), sorted, disjoint,
+    /// none empty, all below the file's chunk count. Authenticated with the record, so no one without
+    /// the key can turn stored data into a hole.
+    public var holes: [Range<Int>]
+    /// How many chunks have been sealed under the file's current content key (see FORMAT.md, "Seal
+    /// counts"); a new key resets it. Records of index version 1 carry none: 0.
+    public var contentSeals: UInt64
 
     public init(id: UInt64, kind: Kind, permissions: UInt32, uid: UInt32, gid: UInt32, now: Int64) {
         self.id = id
@@ -60,12 +70,22 @@ public struct Inode: Equatable {
         self.extendedAttributes = [:]
         self.needsCheck = false
         self.contentVersion = 1
+        self.blobLayout = kind == .file ? UInt8(Inode.currentBlobLayout) : 0
+        self.holes = []
+        self.contentSeals = 0
     }
+
+    /// The blob layout new files get (kept equal to `FileBlob.layoutVersion`).
+    public static let currentBlobLayout = 2
+    /// At most this many hole ranges in one record; a file with more has the rest written as zeros.
+    public static let maximumHoles = 4096
 
     static let maximumXattrValue = 64 * 1024
     static let maximumSymlink = 4096
 
-    func encode(into w: inout ByteWriter) {
+    /// Encodes the record as index `version` writes it (1: the original fields only; 2 adds the
+    /// blob layout, the holes and the content seal count after the extended attributes).
+    func encode(into w: inout ByteWriter, version: Int = IndexStore.formatVersion) {
         w.u64(id)
         w.u8(kind.rawValue)
         w.u32(permissions)
@@ -89,9 +109,17 @@ public struct Inode: Equatable {
             w.string(name)
             w.blob(value)
         }
+        guard version >= 2 else { return }
+        w.u8(blobLayout)
+        w.u32(UInt32(holes.count))
+        for hole in holes {
+            w.u64(UInt64(hole.lowerBound))
+            w.u64(UInt64(hole.count))
+        }
+        w.u64(contentSeals)
     }
 
-    init(decoding r: inout ByteReader) throws {
+    init(decoding r: inout ByteReader, version: Int = IndexStore.formatVersion) throws {
         id = try r.u64()
         guard let k = Kind(rawValue: try r.u8()) else { throw FormatError.malformed("inode kind") }
         kind = k
@@ -118,6 +146,33 @@ public struct Inode: Equatable {
             let name = try r.string()
             extendedAttributes[name] = try r.blob(limit: Inode.maximumXattrValue)
         }
+        guard version >= 2 else {
+            blobLayout = kind == .file ? 1 : 0
+            holes = []
+            contentSeals = 0
+            return
+        }
+        blobLayout = try r.u8()
+        guard kind == .file ? (blobLayout == 1 || blobLayout == 2) : blobLayout == 0 else {
+            throw FormatError.malformed("blob layout \(blobLayout)")
+        }
+        let holeCount = Int(try r.u32())
+        guard holeCount <= Inode.maximumHoles, kind == .file || holeCount == 0 else {
+            throw FormatError.malformed("hole count")
+        }
+        holes = []
+        var end = 0
+        for _ in 0..<holeCount {
+            let first = try r.u64()
+            let count = try r.u64()
+            // Sorted, disjoint, not touching (writers merge neighbours), none empty, within Int.
+            guard count > 0, first < UInt64(Int.max / 2), count < UInt64(Int.max / 2),
+                Int(first) > end || (holes.isEmpty && first == 0)
+            else { throw FormatError.malformed("hole list") }
+            holes.append(Int(first)..<Int(first + count))
+            end = Int(first + count)
+        }
+        contentSeals = try r.u64()
     }
 }
 
@@ -132,11 +187,11 @@ public enum IndexChange: Equatable {
     /// Remove the entry `name` from directory `parent`.
     case unlink(parent: UInt64, name: String)
 
-    func encode(into w: inout ByteWriter) {
+    func encode(into w: inout ByteWriter, version: Int = IndexStore.formatVersion) {
         switch self {
         case .putInode(let inode):
             w.u8(1)
-            inode.encode(into: &w)
+            inode.encode(into: &w, version: version)
         case .removeInode(let id):
             w.u8(2)
             w.u64(id)
@@ -152,9 +207,9 @@ public enum IndexChange: Equatable {
         }
     }
 
-    init(decoding r: inout ByteReader) throws {
+    init(decoding r: inout ByteReader, version: Int = IndexStore.formatVersion) throws {
         switch try r.u8() {
-        case 1: self = .putInode(try Inode(decoding: &r))
+        case 1: self = .putInode(try Inode(decoding: &r, version: version))
         case 2: self = .removeInode(try r.u64())
         case 3: self = .link(parent: try r.u64(), name: try r.string(), child: try r.u64())
         case 4: self = .unlink(parent: try r.u64(), name: try r.string())

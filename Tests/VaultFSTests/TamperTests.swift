@@ -63,7 +63,7 @@ final class TamperTests: XCTestCase {
         try v.close()
         let a = try FileSystem.readFile(pa)
         let b = try FileSystem.readFile(pb)
-        let head = FileBlob.headerSize
+        let head = FileBlob.v2HeaderSize
         let slot = 4096 + FileBlob.chunkOverhead
         func chunk(_ bytes: [UInt8], _ i: Int) -> [UInt8] { Array(bytes[head + i * slot..<head + (i + 1) * slot]) }
         let cases: [(String, [UInt8], [UInt8])] = [

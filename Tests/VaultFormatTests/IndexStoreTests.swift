@@ -179,4 +179,40 @@ final class FuzzRegressionTests: XCTestCase {
     }
 }
 
-func NSTemporaryDirectoryPath() -> String { FileSystem.environment("TMPDIR") ?? "/tmp" }
+extension IndexStoreTests {
+    /// Past the seal limit a compaction moves the index to the next key epoch; the index survives,
+    /// a crash between the new snapshot and the new journal is tolerated, and the old key no longer opens it.
+    func testCompactionPastTheSealLimitRotatesTheIndexKey() throws {
+        let store = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
+        store.sealLimit = 5
+        var expected = IndexState.empty(uid: 0, gid: 0, now: 0)
+        try store.create(expected)
+        _ = try store.load(forWriting: true)
+        XCTAssertEqual(store.epoch, 0)
+        for c in sampleChanges(6) {
+            try store.append(c)
+            for x in c { try expected.apply(x) }
+        }
+        XCTAssertEqual(store.indexSeals, 7, "one snapshot and six records")
+        XCTAssertTrue(store.wantsCompaction)
+        let oldJournal = try FileSystem.readFile(dir + "/journal")
+        try store.compact(expected)
+        XCTAssertEqual(store.epoch, 1)
+        XCTAssertEqual(store.indexSeals, 1)
+        let again = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
+        XCTAssertEqual(try again.load(forWriting: false).0, expected)
+        XCTAssertEqual(again.epoch, 1)
+        // The old epoch's journal beside the new snapshot (a crash mid-rotation): its records are skipped.
+        try FileSystem.replaceFile(dir + "/journal", with: oldJournal)
+        let afterCrash = IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key)
+        XCTAssertEqual(try afterCrash.load(forWriting: true).0, expected)
+        try afterCrash.append(sampleChanges(7).last!)
+        XCTAssertEqual(
+            try IndexStore(directory: try anchored(dir), vaultID: vaultID, key: key).load(forWriting: false).1.records,
+            1)
+    }
+}
+
+func NSTemporaryDirectoryPath() -> String {
+    FileSystem.environment("TMPDIR") ?? "/tmp"
+}
