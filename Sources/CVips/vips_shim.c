@@ -4,12 +4,22 @@
 #include <string.h>
 #include <vips/vips.h>
 
+// libvips' warnings (a damaged image's decoder complaints) would go to the daemon's standard error;
+// the failure they lead to is reported, once, by the caller.
+static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void)domain;
+    (void)level;
+    (void)message;
+    (void)data;
+}
+
 int vaultaire_vips_start(void) {
     // Read once by libvips (vips_get_disc_threshold): above the threshold a non-sequential load
     // decodes into a temporary file. Thumbnails load sequentially, which never does; the huge
     // threshold makes sure no other path writes decoded pixels to disk either.
     setenv("VIPS_DISC_THRESHOLD", "1000000g", 1);
     if (VIPS_INIT("vaultaire") != 0) return -1;
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, drop_log, NULL);
     vips_cache_set_max(0);
     vips_cache_set_max_mem(0);
     vips_cache_set_max_files(0);
@@ -36,7 +46,8 @@ int vaultaire_vips_thumbnail_png(const void *data, size_t length, int size, void
     VipsImage *thumbnail = NULL;
     // vips_thumbnail_buffer takes a non-const pointer but only reads it.
     if (vips_thumbnail_buffer((void *)data, length, &thumbnail, size, "height", size, "size", VIPS_SIZE_DOWN,
-                              "fail_on", VIPS_FAIL_ON_ERROR, NULL) != 0)
+                              "fail_on", VIPS_FAIL_ON_WARNING,
+                              "option_string", "fail_on=warning", NULL) != 0)
         return -1;
     // sRGB 8-bit (with alpha if it had one), as the thumbnail standard's readers expect.
     VipsImage *srgb = NULL;

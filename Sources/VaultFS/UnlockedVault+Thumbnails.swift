@@ -110,3 +110,12 @@ extension UnlockedVault {
     /// virtual thumbnail entries use numbers far above).
     public var nextInodeID: UInt64 { meta.withLock { $0.index.nextID } }
 }
+
+extension UnlockedVault {
+    /// Every regular file that has a name, by inode ID (for `vaultaire thumbnails --rebuild`).
+    public func namedFileIDs() -> [UInt64] {
+        meta.withLock { s in
+            s.index.inodes.values.filter { $0.kind == .file && $0.linkCount > 0 }.map(\.id).sorted()
+        }
+    }
+}

@@ -17,7 +17,8 @@ int vaultaire_vips_probe(const void *data, size_t length, char *loader, size_t l
                          int *height, int *pages);
 
 /// A PNG of the image's first page whose longest side is `size` pixels (never enlarged), decoded with
-/// shrink-on-load and sequential access; corrupt input fails (fail-on=error). On success 0 and a
+/// shrink-on-load and sequential access; corrupt input fails, warnings included (fail-on=warning):
+/// libjpeg decodes damaged entropy data with mere warnings, and a thumbnail of that noise is worse than none. On success 0 and a
 /// buffer to release with vaultaire_vips_free.
 int vaultaire_vips_thumbnail_png(const void *data, size_t length, int size, void **png, size_t *png_length);
 
