@@ -13,6 +13,10 @@ static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *mes
     (void)data;
 }
 
+// Set once libvips has started: a thread that never made a thumbnail must not call into it (glib's
+// per-thread state would be touched uninitialized). Written before any thread can have used libvips.
+static volatile int started = 0;
+
 int vaultaire_vips_start(void) {
     // Read once by libvips (vips_get_disc_threshold): above the threshold a non-sequential load
     // decodes into a temporary file. Thumbnails load sequentially, which never does; the huge
@@ -25,6 +29,7 @@ int vaultaire_vips_start(void) {
     vips_cache_set_max_files(0);
     vips_block_untrusted_set(TRUE);
     vips_concurrency_set(1);
+    started = 1;
     return 0;
 }
 
@@ -72,4 +77,6 @@ void vaultaire_vips_take_error(char *message, size_t capacity) {
     vips_error_clear();
 }
 
-void vaultaire_vips_thread_done(void) { vips_thread_shutdown(); }
+void vaultaire_vips_thread_done(void) {
+    if (started) vips_thread_shutdown();
+}

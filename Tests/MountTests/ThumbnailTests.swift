@@ -250,4 +250,14 @@ final class ThumbnailTests: MountTestCase {
             "daemon peak RSS \(peak) kB, \(baseline) kB before (source \(sourceKB) kB)")
         print("ThumbnailTests: daemon peak RSS \(peak) kB (\(baseline) kB before) with a 60 MP JPEG of \(sourceKB) kB")
     }
+
+    /// The thumbnailer's thread ran (an empty file was released after writing) but never made a
+    /// thumbnail: unmount still saves and confirms (it once crashed freeing libvips' thread state
+    /// that was never made).
+    func testUnmountAfterOnlyNonImagesSavesAndConfirms() throws {
+        try mv.mount()
+        try mv.shell("touch empty && echo text > note.txt")
+        try mv.unmount()
+        try mv.verify()
+    }
 }
