@@ -1,3 +1,4 @@
+import Foundation
 import VaultCrypto
 import XCTest
 
@@ -54,5 +55,16 @@ final class ThumbnailFormatTests: XCTestCase {
         XCTAssertEqual(a.count, 32)
         XCTAssertFalse(a.constantTimeEquals(b))
         XCTAssertFalse(a.constantTimeEquals(key))
+    }
+
+    /// docs/FORMAT.md "Thumbnails", test vectors.
+    func testVector() throws {
+        let fileKey = try Thumbnail.fileKey(thumbnailKey: key, blobID: blobID)
+        XCTAssertEqual(
+            fileKey.withUnsafeBytes { Array($0) }.map { String(format: "%02x", $0) }.joined(),
+            "95f1d4ee314d428a89c9efe1ea664613b9fd5d6db4ab02ad84be518a4c53e6be")
+        XCTAssertEqual(
+            try Digest.md5(Array("photo.jpg".utf8)).map { String(format: "%02x", $0) }.joined(),
+            "72acded3acd45e4c8b6ed680854b8ab1")
     }
 }
