@@ -57,6 +57,10 @@ final class ThumbnailRepository: @unchecked Sendable {
     /// its own and holds a file whose type (by name) is an image.
     func isShown(in directory: UInt64) -> Bool {
         guard let entries = try? vault.list(directory) else { return false }
+        return ThumbnailRepository.isShown(among: entries)
+    }
+
+    static func isShown(among entries: [(name: String, inode: Inode)]) -> Bool {
         if entries.contains(where: { $0.name == ThumbnailRepository.directoryName }) { return false }
         return entries.contains { $0.inode.kind == .file && $0.inode.mimeType.hasPrefix("image/") }
     }

@@ -129,6 +129,23 @@ public final class Thumbnailer: @unchecked Sendable {
         ThumbnailMaker.threadDone()
     }
 
+    /// The first `ImageKind.prefixLength` bytes of a file (fewer if it is shorter), wiped after use by
+    /// the caller's `SecureBytes`.
+    static func prefix(of id: UInt64, in vault: UnlockedVault) throws -> SecureBytes {
+        let handle = try vault.open(id, write: false)
+        defer { vault.release(handle) }
+        let head = SecureBytes(count: ImageKind.prefixLength)
+        var done = 0
+        try head.withUnsafeMutableBytes { b in
+            while done < b.count {
+                let n = try vault.read(handle, at: done, into: UnsafeMutableRawBufferPointer(rebasing: b[done...]))
+                if n == 0 { break }
+                done += n
+            }
+        }
+        return done == head.count ? head : head.slice(0..<done)
+    }
+
     /// Makes (or removes) one file's thumbnails now, on the calling thread.
     public static func refresh(_ vault: UnlockedVault, _ id: UInt64) -> ThumbnailOutcome {
         guard !vault.readOnly, !vault.isClosed, let node = try? vault.attributes(id), node.kind == .file,
@@ -142,6 +159,9 @@ public final class Thumbnailer: @unchecked Sendable {
             _ = removeOld()
             return .skipped("larger than \(maximumFileSize >> 20) MiB")
         }
+        // The first bytes say whether it is an image at all: a video or an archive is not read whole.
+        guard let head = try? prefix(of: id, in: vault) else { return .nothingToDo }
+        if head.withUnsafeBytes({ ImageKind.sniff($0) }) == nil { return removeOld() }
         let contents: SecureBytes
         let recorded: Inode
         do { (contents, recorded) = try vault.readContents(id, limit: maximumFileSize) } catch {

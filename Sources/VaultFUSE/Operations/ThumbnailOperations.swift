@@ -22,8 +22,9 @@ extension MountedVault {
             guard let repository = thumbnailRepository else { throw FSError(ENOENT) }
             return try repository.children(of: id)
         }
-        var entries = try vault.list(id).map { ($0.name, $0.inode.id) }
-        if let repository = thumbnailRepository, repository.isShown(in: id) {
+        let listed = try vault.list(id)
+        var entries = listed.map { ($0.name, $0.inode.id) }
+        if let repository = thumbnailRepository, ThumbnailRepository.isShown(among: listed) {
             entries.append((ThumbnailRepository.directoryName, repository.id(for: .repository(directory: id))))
         }
         return entries
