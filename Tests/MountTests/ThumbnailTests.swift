@@ -80,7 +80,7 @@ final class ThumbnailTests: MountTestCase {
                 wait_for "$(large photo.jpg)"
                 wait_for "$(normal photo.jpg)"
                 [ "$(dims "$(large photo.jpg)")" = 256x171 ] || fail "large: $(dims "$(large photo.jpg)")"
-                [ "$(dims "$(normal photo.jpg)")" = 128x85 ] || fail "normal: $(dims "$(normal photo.jpg)")"
+                [ "$(dims "$(normal photo.jpg)")" = 128x86 ] || fail "normal: $(dims "$(normal photo.jpg)")"
                 same=$(mae "$(large photo.jpg)" "$ROOT/a.jpg"); other=$(mae "$(large photo.jpg)" "$ROOT/b.png")
                 below "$same" 4 || fail "thumbnail differs from its source by $same"
                 below 20 "$other" || fail "thumbnail resembles another image ($other)"
