@@ -25,8 +25,8 @@ trap cleanup EXIT
 mkdir -p "$work/src" "$work/mnt"
 for i in $(seq 0 9); do
   for band in r g b; do
-    vips gaussnoise "$work/$band.v" 4000 3000 --sigma 40 --seed $((i * 3 + ${#band})) 2> /dev/null \
-      || vips gaussnoise "$work/$band.v" 4000 3000 --sigma 40
+    vips gaussnoise "$work/$band.v" 4000 3000 --sigma 8 --seed $((i * 3 + ${#band})) 2> /dev/null \
+      || vips gaussnoise "$work/$band.v" 4000 3000 --sigma 8
   done
   vips bandjoin "$work/r.v $work/g.v $work/b.v" "$work/rgb.v"
   vips cast "$work/rgb.v" "$work/u.v" uchar
