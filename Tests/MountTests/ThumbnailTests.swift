@@ -136,6 +136,15 @@ final class ThumbnailTests: MountTestCase {
                 "$VAULTAIRE" thumbnail "$VAULT" /a.webp "$ROOT/n.png" --size normal --passphrase-file "$PW"
                 [ "$(dims "$ROOT/n.png")" = 128x96 ] || fail "normal: $(dims "$ROOT/n.png")"
                 below "$(mae "$ROOT/out.png" "$ROOT/a.webp")" 4 || fail "thumbnail unlike its source"
+                # HEIF (AVIF, with libheif's AV1 encoder) and TIFF, also named unlike what they hold.
+                make_image zone 480 640 "$ROOT/h.avif"; mv "$ROOT/h.avif" "$ROOT/h.bin"
+                make_image sines 480 640 "$ROOT/t.tif"
+                "$VAULTAIRE" put "$VAULT" "$ROOT/h.bin" /h.bin --passphrase-file "$PW" --quiet
+                "$VAULTAIRE" put "$VAULT" "$ROOT/t.tif" /t.tif --passphrase-file "$PW" --quiet
+                for f in h.bin t.tif; do
+                  "$VAULTAIRE" thumbnail "$VAULT" "/$f" "$ROOT/$f.png" --passphrase-file "$PW"
+                  [ "$(dims "$ROOT/$f.png")" = 192x256 ] || fail "$f: $(dims "$ROOT/$f.png")"
+                done
                 set +e
                 "$VAULTAIRE" thumbnail "$VAULT" /missing.jpg "$ROOT/x.png" --passphrase-file "$PW" 2> "$ROOT/err"; code=$?
                 set -e
@@ -148,7 +157,7 @@ final class ThumbnailTests: MountTestCase {
                 set -e
                 [ $code = 17 ] || fail "no thumbnail: exit $code"
                 "$VAULTAIRE" thumbnails "$VAULT" --rebuild --passphrase-file "$PW" > "$ROOT/out" 2> "$ROOT/err"
-                grep -q 'Made thumbnails of 1 of 1 files' "$ROOT/out" || fail "rebuild: $(cat "$ROOT/out" "$ROOT/err")"
+                grep -q 'Made thumbnails of 3 of 3 files' "$ROOT/out" || fail "rebuild: $(cat "$ROOT/out" "$ROOT/err")"
                 "$VAULTAIRE" thumbnail "$VAULT" /a.webp "$ROOT/again.png" --passphrase-file "$PW"
                 [ "$(dims "$ROOT/again.png")" = 256x192 ] || fail "rebuilt: $(dims "$ROOT/again.png")"
                 "$VAULTAIRE" verify "$VAULT" --passphrase-file "$PW" > /dev/null 2>&1 || fail "verify after rebuild"
@@ -158,7 +167,7 @@ final class ThumbnailTests: MountTestCase {
                 cp "$ROOT/a.webp" "$MNT/b.webp"
                 sleep 2
                 unmount_vault
-                [ "$(thumbs_on_disk)" = 1 ] || fail "a thumbnail was made with --no-thumbnails"
+                [ "$(thumbs_on_disk)" = 3 ] || fail "a thumbnail was made with --no-thumbnails"
                 no_plaintext
                 """)
     }
