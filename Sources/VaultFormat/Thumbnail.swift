@@ -107,6 +107,17 @@ public enum Thumbnail {
         return magic + [1] + nonce + sealed
     }
 
+    /// The plaintext of a version 2 file, once authenticated (public for the fuzz target).
+    public static func decodePayload(_ payload: [UInt8]) throws -> ThumbnailSet {
+        var r = ByteReader(payload, what: "thumbnail")
+        let version = try r.u64()
+        let size = try r.u64()
+        let normal = try r.blob(limit: maximumSize)
+        let large = try r.blob(limit: maximumSize)
+        try r.expectEnd()
+        return ThumbnailSet(contentVersion: version, fileSize: size, normal: normal, large: large)
+    }
+
     /// Authenticates and opens a version 1 or 2 file. A version 1 image stands for both sizes.
     public static func open(
         _ bytes: [UInt8], key: SecureBytes, vaultID: [UInt8], inodeID: UInt64, blobID: [UInt8]
@@ -137,13 +148,7 @@ public enum Thumbnail {
             } catch CryptoError.authenticationFailure {
                 throw FormatError.damaged("thumbnail fails authentication")
             }
-            var r = ByteReader(payload, what: "thumbnail")
-            let version = try r.u64()
-            let size = try r.u64()
-            let normal = try r.blob(limit: maximumSize)
-            let large = try r.blob(limit: maximumSize)
-            try r.expectEnd()
-            return ThumbnailSet(contentVersion: version, fileSize: size, normal: normal, large: large)
+            return try decodePayload(payload)
         default:
             throw FormatError.damaged("thumbnail version \(bytes[4])")
         }
