@@ -36,28 +36,52 @@ let package = Package(
                 .linkedLibrary("glib-2.0"),
             ]),
 
+        // libvips (Debian's libvips-dev): thumbnails, from memory to memory, behind non-variadic calls.
+        .target(
+            name: "CVips",
+            cSettings: [
+                .unsafeFlags([
+                    "-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include",
+                    "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include",
+                ])
+            ],
+            linkerSettings: [
+                .linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
+            ]),
+
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),
         .target(name: "CSystemShims"),
         .target(name: "VaultSystem", dependencies: ["CSystemShims"]),
         .target(name: "VaultFormat", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "VaultKeychain", dependencies: ["VaultCrypto", "VaultSystem", "CSecretService"]),
         .target(name: "VaultFS", dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain"]),
+        // Thumbnails of the vault's images: made with libvips in the background, sealed in the vault.
+        .target(
+            name: "VaultThumbnails",
+            dependencies: ["CVips", "CSystemShims", "VaultCrypto", "VaultSystem", "VaultFormat", "VaultFS"]),
         // Ciphertext backups through rclone: the backup format (headers, manifests) and its logic.
         .target(
             name: "VaultBackup",
             dependencies: ["VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
         .target(
             name: "VaultFUSE",
-            dependencies: ["CFuse", "CFuseWire", "CFuseRing", "VaultFS", "VaultFormat", "VaultSystem"]),
+            dependencies: [
+                "CFuse", "CFuseWire", "CFuseRing", "VaultCrypto", "VaultFS", "VaultFormat", "VaultSystem",
+                "VaultThumbnails",
+            ]),
         .executableTarget(
             name: "vaultaire",
             dependencies: [
                 "VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup",
+                "VaultThumbnails",
             ]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultCrypto", "VaultFormat", "VaultSystem"]),
+        .testTarget(
+            name: "VaultThumbnailsTests",
+            dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem", "VaultThumbnails"]),
         .testTarget(
             name: "VaultFSTests",
             dependencies: ["VaultCrypto", "VaultFormat", "VaultFS", "VaultKeychain", "VaultSystem"],

@@ -3,7 +3,7 @@
 // instrumentation, AddressSanitizer, libFuzzer's driver); not part of the main build.
 import PackageDescription
 
-let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "FuzzRecoveryPhrase"]
+let targets = ["FuzzVaultHeader", "FuzzIndex", "FuzzJournal", "FuzzFileBlob", "FuzzRecoveryPhrase", "FuzzThumbnail"]
 
 let package = Package(
     name: "VaultaireFuzz",

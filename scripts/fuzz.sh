@@ -22,7 +22,7 @@ mkdir -p fuzz-artifacts
 mv fuzz-build.log fuzz-artifacts/build.log
 export SWIFT_BACKTRACE=enable=no  # let libFuzzer and ASan report traps, not the Swift backtracer
 status=0
-for target in FuzzVaultHeader FuzzIndex FuzzJournal FuzzFileBlob FuzzRecoveryPhrase; do
+for target in FuzzVaultHeader FuzzIndex FuzzJournal FuzzFileBlob FuzzRecoveryPhrase FuzzThumbnail; do
   corpus="fuzz-artifacts/corpus-$target"; mkdir -p "$corpus"
   # New inputs go to the first directory (the run's own); the seeds are only read.
   seeds=(); [ -d "Fuzz/corpus/$target" ] && seeds=("Fuzz/corpus/$target")

@@ -7,6 +7,7 @@ packages=(
   libfuse3-dev fuse3                    # the mount, and fusermount3
   liburing-dev                          # FUSE over io_uring, where the kernel offers it
   libsecret-1-dev gnome-keyring dbus libglib2.0-bin   # Secret Service keychain, and a real one for tests
+  libvips-dev libvips-tools             # thumbnails (libvips), and the vips command the thumbnail tests make images with
   python3-mnemonic                      # the BIP-39 English word list for recovery phrases
   sqlite3 git rsync tar findutils coreutils psmisc    # ordinary tools the demo and the mount tests use
   mount util-linux bsdutils fuse3       # mount(8), unshare, nsenter, findmnt, script(1): helper, log, progress tests

@@ -65,6 +65,8 @@ mkdir -p "$work/debian"
 printf 'Source: vaultaire\n\nPackage: vaultaire\nArchitecture: any\n' > "$work/debian/control"
 shlibs="$(cd "$work" && dpkg-shlibdeps -O -e root/usr/bin/vaultaire 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
+# Thumbnails need libvips (libvips42 on Debian 12); dpkg-shlibdeps names it from the binary's NEEDED.
+case "$shlibs" in *libvips*) ;; *) echo "package-deb: libvips missing from Depends ($shlibs)" >&2; exit 1 ;; esac
 
 mkdir -p "$root/DEBIAN"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"

@@ -35,6 +35,14 @@ void vaultaire_background_thread(const char *name) {
     (void)pthread_setname_np(pthread_self(), name);
 }
 
+int vaultaire_idle_priority(void) {
+    struct sched_param none = {0};
+    // Linux applies both to the calling thread only (pid 0 = this thread).
+    int idle = sched_setscheduler(0, SCHED_IDLE, &none);
+    int nice = setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    return idle == 0 || nice == 0 ? 0 : -1;
+}
+
 static socklen_t abstract_address(const char *name, struct sockaddr_un *address) {
     size_t length = strlen(name);
     if (length + 1 > sizeof(address->sun_path)) { errno = ENAMETOOLONG; return 0; }

@@ -11,6 +11,10 @@ public enum Digest {
         try digest(buffer, algorithm: "SHA256", length: 32)
     }
 
+    /// MD5 of `data`: not for security, only where a standard names files by it (the freedesktop
+    /// thumbnail repositories).
+    public static func md5(_ data: [UInt8]) throws -> [UInt8] { try digest(data, algorithm: "MD5", length: 16) }
+
     /// SHA-512 of `data`.
     public static func sha512(_ data: [UInt8]) throws -> [UInt8] { try digest(data, algorithm: "SHA512", length: 64) }
 

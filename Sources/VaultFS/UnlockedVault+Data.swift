@@ -268,6 +268,8 @@ extension UnlockedVault {
             }
         }
         if let removed { reaper.remove(blobFiles(of: removed)) }
+        // After the last writer: its contents may be new (thumbnails follow, off this thread).
+        if last && handle.writable && !deletedWithIt { contentChanged(f.id) }
         if last {
             // No handle reaches this file any more (a new open makes a new one): its key goes now,
             // not whenever the last reference to it is dropped.

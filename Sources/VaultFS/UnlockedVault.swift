@@ -24,6 +24,8 @@ public final class UnlockedVault: @unchecked Sendable {
     public private(set) var notices: [String] = []
     /// Where the engine reports what it could not do while serving (see `onReport`).
     private let reporter = Guarded<((String) -> Void)?>(nil)
+    /// Told of files whose contents may have changed (`onContentChanged`; the thumbnailer).
+    let contentObserver = Guarded<(@Sendable (UInt64) -> Void)?>(nil)
     /// Conflict copies a sync client left beside the vault's files (found at a read-only open; a
     /// writable open refuses with `SyncConflictError`). Set during init only.
     public private(set) var syncConflicts: [SyncConflictCopy] = []

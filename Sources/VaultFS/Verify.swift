@@ -11,6 +11,8 @@ public struct VerifyReport {
     public var notices: [String] = []
     /// Blobs on disk that no record names.
     public var strayBlobs: [[UInt8]] = []
+    /// Thumbnail files whose blob no record names (`removeStrayBlobs` removes them too).
+    public var orphanedThumbnails: [[UInt8]] = []
     public var filesChecked = 0
     public var chunksChecked = 0
     public var isIntact: Bool { damaged.isEmpty }
@@ -40,9 +42,20 @@ extension UnlockedVault {
                 continue
             }
             let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
-            if let reason = verifyFile(node, report: &report) { report.damaged.append((name, reason)) }
+            if let reason = verifyFile(node, report: &report, paths: { _ in name }) {
+                report.damaged.append((name, reason))
+            }
             report.filesChecked += 1
             progress(n + 1, files.count)
+        }
+        if scanForStrayBlobs {
+            report.orphanedThumbnails = orphanedThumbnails(referenced: referenced)
+            if !report.orphanedThumbnails.isEmpty {
+                report.notices.append(
+                    "\(report.orphanedThumbnails.count) thumbnail(s) belong to no file: "
+                        + report.orphanedThumbnails.map { "thumbs/" + $0.hex.prefix(2) + "/" + $0.hex.dropFirst(2) }
+                        .joined(separator: ", ") + " ('vaultaire verify --repair' removes them)")
+            }
         }
         if scanForStrayBlobs, let onDisk = try? layout.blobIDsOnDisk() {
             report.strayBlobs = onDisk.filter { !referenced.contains($0) }
@@ -70,7 +83,9 @@ extension UnlockedVault {
         }
     }
 
-    private func verifyFile(_ node: Inode, report: inout VerifyReport) -> String? {
+    private func verifyFile(
+        _ node: Inode, report: inout VerifyReport, paths: (Inode) -> String = { "inode \($0.id)" }
+    ) -> String? {
         do {
             let (blob, _) = try openBlob(node, writable: false)
             let size = Int(node.size)
@@ -101,7 +116,17 @@ extension UnlockedVault {
                     }
                 }
             }
-            _ = try thumbnail(node.id)
+            do {
+                if let set = try thumbnails(node.id), set.contentVersion != nil,
+                    !set.isCurrent(contentVersion: node.contentVersion, size: node.size)
+                {
+                    report.notices.append(
+                        "stale thumbnail of \(paths(node)) (made from other contents; "
+                            + "'vaultaire thumbnails --rebuild' makes it again)")
+                }
+            } catch let FormatError.damaged(why) {
+                return "thumbnail: \(why)"
+            }
             return nil
         } catch let e as SystemError where e.errno == ENOENT {
             return "blob missing"

@@ -3,6 +3,7 @@ import Glibc
 import VaultFS
 import VaultFormat
 import VaultSystem
+import VaultThumbnails
 
 /// The state every FUSE request reaches through its user data (`fuse_req_userdata`): the unlocked vault,
 /// the time of the last request (for the idle timeout), and what is logged.
@@ -29,10 +30,25 @@ public final class MountedVault: @unchecked Sendable {
     /// The libfuse session, for telling the kernel to drop cached attributes.
     var session: OpaquePointer?
 
-    public init(vault: UnlockedVault, readOnly: Bool) {
+    /// The virtual `.sh_thumbnails` directories (nil with `--no-thumbnails`).
+    let thumbnailRepository: ThumbnailRepository?
+    /// Makes thumbnails of files written through the mount (nil with `--no-thumbnails` or read-only).
+    let thumbnailer: Thumbnailer?
+
+    public init(vault: UnlockedVault, readOnly: Bool, thumbnails: Bool = true) {
         self.vault = vault
         self.readOnly = readOnly
+        // Virtual inode numbers start far above the index's; a vault already past them gets none.
+        let room = vault.nextInodeID < ThumbnailRepository.firstID
+        thumbnailRepository = thumbnails && room ? ThumbnailRepository(vault: vault) : nil
+        thumbnailer =
+            thumbnails && !readOnly
+            ? Thumbnailer(vault: vault, report: { SystemLog.log(.notice, "\(vault.layout.root): \($0)") }) : nil
         vault.onReport { [weak self] message in self?.log(.error, message) }
+        thumbnailer?.attach()
+        if thumbnails && !room {
+            log(.warning, "inode numbers too high for the .sh_thumbnails directories; none shown")
+        }
     }
 
     @inline(__always) func touch() { lastActivity.store(MonotonicClock.nanoseconds()) }
@@ -65,6 +81,8 @@ public final class MountedVault: @unchecked Sendable {
 
     /// Locks the vault: persist everything, then wipe keys and caches.
     func close() {
+        // The thumbnailer reads files and writes thumbnails: it finishes before the keys go.
+        thumbnailer?.stop()
         let report: (String) -> Void = { self.log(.warning, $0) }
         MemoryScanAtLock.around(vault, log: report) {
             do { try vault.close() } catch {

@@ -13,6 +13,9 @@ public struct MountOptions {
     /// are none and stops asking (it asks for security.capability at a file's first write and at
     /// chown; `ls -l` asks for security.selinux and an ACL per entry).
     public var extendedAttributes = true
+    /// Make thumbnails of images written through the mount and show them in read-only
+    /// `.sh_thumbnails` directories (docs/FORMAT.md "Thumbnails"); `--no-thumbnails` turns both off.
+    public var thumbnails = true
     public var foreground = false
     /// Unmount after this many seconds without a request.
     public var idleSeconds: Int?
@@ -52,7 +55,7 @@ public enum Mounter {
         _ vault: UnlockedVault, at mountpoint: String, options: MountOptions,
         onReady: () -> Void
     ) throws {
-        let mounted = MountedVault(vault: vault, readOnly: options.readOnly)
+        let mounted = MountedVault(vault: vault, readOnly: options.readOnly, thumbnails: options.thumbnails)
         let source = vault.layout.root.replacingOccurrences(of: ",", with: "\\,")
         var fuseOptions = [
             "fsname=\(source)", "subtype=vaultaire", "default_permissions", "max_read=\(ReplyBuffers.capacity)",

@@ -17,6 +17,8 @@ nonisolated let commands: [(spec: CommandSpec, run: @Sendable (ParsedArguments) 
     (ListCommand.spec, ListCommand.run),
     (PutCommand.spec, PutCommand.run),
     (GetCommand.spec, GetCommand.run),
+    (ThumbnailCommand.spec, ThumbnailCommand.run),
+    (ThumbnailsCommand.spec, ThumbnailsCommand.run),
     (RemoveCommand.spec, RemoveCommand.run),
     (MakeDirectoryCommand.spec, MakeDirectoryCommand.run),
     (BackupCommand.spec, BackupCommand.run),

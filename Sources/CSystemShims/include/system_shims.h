@@ -10,6 +10,9 @@ int vaultaire_disable_core_dumps(void);
 // Names the calling thread and lets it run on every CPU the process may use: a thread started while
 // serving a request on a CPU-pinned io_uring worker would otherwise inherit that one CPU.
 void vaultaire_background_thread(const char *name);
+/// Drops the calling thread to SCHED_IDLE and nice 19 (a background thread that must not slow the
+/// requests it follows); 0 if either took, -1 otherwise.
+int vaultaire_idle_priority(void);
 /// A listening stream socket in the abstract namespace (no file: it goes with the process), or -1.
 int vaultaire_abstract_listen(const char *name);
 /// Connects to a listening abstract stream socket; the descriptor, or -1 with errno set.

@@ -9,8 +9,27 @@ import VaultSystem
 @c(vaultaire_op_lookup)
 func opLookup(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString) {
     serve(req, "lookup") { mounted in
+        let name = try nameString(name)
+        if let repository = mounted.thumbnailRepository {
+            if ThumbnailRepository.isVirtual(parent) {
+                replyEntry(req, try repository.attributes(try repository.lookup(parent, name)), mounted)
+                return
+            }
+            if name == ThumbnailRepository.directoryName {
+                // Appears with the first image and goes with the last: no entry of it is cached.
+                if let real = try? mounted.vault.lookup(parent, name) { return replyEntry(req, real, mounted) }
+                guard repository.isShown(in: parent) else {
+                    var negative = fuse_entry_param()
+                    fuse_reply_entry(req, &negative)
+                    return
+                }
+                let id = repository.id(for: .repository(directory: parent))
+                replyEntry(req, try repository.attributes(id), mounted)
+                return
+            }
+        }
         do {
-            replyEntry(req, try mounted.vault.lookup(parent, try nameString(name)), mounted)
+            replyEntry(req, try mounted.vault.lookup(parent, name), mounted)
         } catch let e as FSError where e.errno == ENOENT {
             // A negative entry: the kernel remembers "no such name" (only this mount changes the vault).
             var negative = fuse_entry_param()
@@ -32,8 +51,9 @@ func opForgetMulti(_ req: FUSERequest, _ count: Int, _ forgets: UnsafeMutablePoi
 @c(vaultaire_op_getattr)
 func opGetattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
     serve(req, "getattr") { mounted in
-        var st = attributes(of: try mounted.vault.attributes(ino), mounted)
-        fuse_reply_attr(req, &st, MountedVault.cacheSeconds)
+        let node = try mounted.node(ino)
+        var st = attributes(of: node, mounted)
+        fuse_reply_attr(req, &st, ThumbnailRepository.isVirtual(ino) ? 0 : MountedVault.cacheSeconds)
     }
 }
 
@@ -45,6 +65,7 @@ func opSetattr(
 ) {
     let killsSetID = requestKillsSetID()
     serve(req, "setattr") { mounted in
+        try refuseVirtual(ino)
         let requested = attr!.pointee
         func has(_ flag: Int32) -> Bool { toSet & flag != 0 }
         if has(FUSE_SET_ATTR_SIZE) {

@@ -32,6 +32,7 @@ func opOpen(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
     let killsSetID = requestKillsSetID()
     serve(req, "open") { mounted in
         let access = accessMode(fi!.pointee.flags)
+        if ThumbnailRepository.isVirtual(ino) { return try openVirtual(req, ino, fi!, write: access.write, mounted) }
         try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)  // open with O_TRUNC
         // With the kernel's write-back cache, the kernel places appends itself and sends their offsets.
         let handle = try mounted.vault.open(
@@ -44,6 +45,7 @@ func opOpen(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
 @c(vaultaire_op_create)
 func opCreate(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t, _ fi: FUSEFileInfo) {
     serve(req, "create") { mounted in
+        try refuseVirtual(parent)
         let access = accessMode(fi!.pointee.flags)
         let created = try mounted.vault.create(
             in: parent, name: try nameString(name),
@@ -67,6 +69,7 @@ func opCreate(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode:
 @c(vaultaire_op_read)
 func opRead(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ fi: FUSEFileInfo) {
     serve(req, "read") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { return try readVirtual(req, size, offset, fi) }
         let handle = try fileHandle(fi)
         try ReplyBuffers.withBuffer(size: size) { buffer in
             let n =
@@ -85,6 +88,7 @@ func opWrite(
 ) {
     let killsSetID = requestKillsSetID()
     serve(req, "write") { mounted in
+        try refuseVirtual(ino)
         try dropSetIDBits(ifAsked: killsSetID, req, ino, mounted)
         let data = UnsafeRawBufferPointer(start: buf, count: size)
         let n = try mounted.vault.write(try fileHandle(fi), at: Int(offset), from: data)
@@ -95,6 +99,7 @@ func opWrite(
 @c(vaultaire_op_flush)
 func opFlush(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
     serve(req, "flush") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { return replyDone(req) }
         try mounted.vault.flush(try fileHandle(fi))
         replyDone(req)
     }
@@ -103,6 +108,7 @@ func opFlush(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
 @c(vaultaire_op_fsync)
 func opFsync(_ req: FUSERequest, _ ino: fuse_ino_t, _ dataOnly: Int32, _ fi: FUSEFileInfo) {
     serve(req, "fsync") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { return replyDone(req) }
         try mounted.vault.fsync(try fileHandle(fi))
         replyDone(req)
     }
@@ -111,6 +117,13 @@ func opFsync(_ req: FUSERequest, _ ino: fuse_ino_t, _ dataOnly: Int32, _ fi: FUS
 @c(vaultaire_op_release)
 func opRelease(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
     serve(req, "release") { mounted in
+        if ThumbnailRepository.isVirtual(ino) {
+            if let handle = stored(fi, as: VirtualFileHandle.self) {
+                fi!.pointee.fh = 0
+                handle.release()
+            }
+            return replyDone(req)
+        }
         if let handle = stored(fi, as: FileHandle.self) {
             fi!.pointee.fh = 0
             mounted.vault.release(handle.takeRetainedValue())

@@ -24,7 +24,7 @@ func readDirectory(
     plus: Bool, _ mounted: MountedVault
 ) throws {
     let directory = try directoryHandle(fi)
-    if offset == 0 { directory.entries = try mounted.vault.list(directory.id).map { ($0.name, $0.inode.id) } }
+    if offset == 0 { directory.entries = try mounted.listing(of: directory.id) }
     let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
     defer { buffer.deallocate() }
     var used = 0
@@ -40,7 +40,7 @@ func readDirectory(
             entry.attr.st_mode = S_IFDIR  // ino 0: the kernel links no inode for "." and ".."
         } else {
             (name, id) = directory.entries[position - 2]
-            guard let node = try? mounted.vault.attributes(id) else {
+            guard let node = try? mounted.node(id) else {
                 position += 1
                 continue
             }  // removed since

@@ -7,7 +7,7 @@ import VaultFS
 @c(vaultaire_op_opendir)
 func opOpendir(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
     serve(req, "opendir") { mounted in
-        guard try mounted.vault.attributes(ino).kind == .directory else { throw FSError(ENOTDIR) }
+        guard try mounted.node(ino).kind == .directory else { throw FSError(ENOTDIR) }
         let directory = Unmanaged.passRetained(DirectoryHandle(id: ino))
         fi!.pointee.fh = UInt64(UInt(bitPattern: directory.toOpaque()))
         if fuse_reply_open(req, fi) != 0 { directory.release() }

@@ -20,6 +20,7 @@ func opSetxattr(
     _ flags: Int32
 ) {
     serve(req, "setxattr") { mounted in
+        try refuseVirtual(ino)
         let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: value, count: size))
         // XATTR_CREATE, XATTR_REPLACE
         try mounted.vault.setExtendedAttribute(
@@ -32,6 +33,7 @@ func opSetxattr(
 @c(vaultaire_op_getxattr)
 func opGetxattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ name: CString, _ size: Int) {
     serve(req, "getxattr") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { throw FSError(ENODATA) }
         try replySized(req, try mounted.vault.extendedAttribute(ino, name: try nameString(name)), size)
     }
 }
@@ -39,6 +41,7 @@ func opGetxattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ name: CString, _ size: 
 @c(vaultaire_op_listxattr)
 func opListxattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int) {
     serve(req, "listxattr") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { return try replySized(req, [], size) }
         try replySized(req, try mounted.vault.extendedAttributeNames(ino).flatMap { Array($0.utf8) + [0] }, size)
     }
 }
@@ -46,6 +49,7 @@ func opListxattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ size: Int) {
 @c(vaultaire_op_removexattr)
 func opRemovexattr(_ req: FUSERequest, _ ino: fuse_ino_t, _ name: CString) {
     serve(req, "removexattr") { mounted in
+        try refuseVirtual(ino)
         try mounted.vault.removeExtendedAttribute(ino, name: try nameString(name))
         replyDone(req)
     }

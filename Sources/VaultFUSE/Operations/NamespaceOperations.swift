@@ -8,6 +8,7 @@ import VaultFormat
 @c(vaultaire_op_mkdir)
 func opMkdir(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t) {
     serve(req, "mkdir") { mounted in
+        try refuseVirtual(parent)
         replyEntry(
             req,
             try mounted.vault.makeNode(
@@ -19,6 +20,7 @@ func opMkdir(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: 
 @c(vaultaire_op_mknod)
 func opMknod(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: mode_t, _ dev: dev_t) {
     serve(req, "mknod") { mounted in
+        try refuseVirtual(parent)
         let kind: Inode.Kind
         switch mode & S_IFMT {
         case S_IFREG, 0: kind = .file
@@ -40,6 +42,7 @@ func opMknod(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString, _ mode: 
 @c(vaultaire_op_symlink)
 func opSymlink(_ req: FUSERequest, _ target: CString, _ parent: fuse_ino_t, _ name: CString) {
     serve(req, "symlink") { mounted in
+        try refuseVirtual(parent)
         let bytes = Array(UnsafeRawBufferPointer(start: target!, count: strlen(target!)))
         replyEntry(
             req,
@@ -53,6 +56,7 @@ func opSymlink(_ req: FUSERequest, _ target: CString, _ parent: fuse_ino_t, _ na
 @c(vaultaire_op_readlink)
 func opReadlink(_ req: FUSERequest, _ ino: fuse_ino_t) {
     serve(req, "readlink") { mounted in
+        if ThumbnailRepository.isVirtual(ino) { throw FSError(EINVAL) }
         var target = try mounted.vault.readLink(ino)
         target.append(0)
         target.withUnsafeBytes { _ = fuse_reply_readlink(req, $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
@@ -62,6 +66,7 @@ func opReadlink(_ req: FUSERequest, _ ino: fuse_ino_t) {
 @c(vaultaire_op_unlink)
 func opUnlink(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString) {
     serve(req, "unlink") { mounted in
+        try mounted.refuseRepository(parent, try nameString(name))
         try mounted.vault.unlink(in: parent, name: try nameString(name))
         replyDone(req)
     }
@@ -70,6 +75,7 @@ func opUnlink(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString) {
 @c(vaultaire_op_rmdir)
 func opRmdir(_ req: FUSERequest, _ parent: fuse_ino_t, _ name: CString) {
     serve(req, "rmdir") { mounted in
+        try mounted.refuseRepository(parent, try nameString(name))
         try mounted.vault.removeDirectory(in: parent, name: try nameString(name))
         replyDone(req)
     }
@@ -81,6 +87,8 @@ func opRename(
     _ newName: CString, _ flags: UInt32
 ) {
     serve(req, "rename") { mounted in
+        try mounted.refuseRepository(parent, try nameString(name))
+        try refuseVirtual(newParent)
         let mode: RenameMode
         switch flags {
         case 0: mode = .replace
@@ -98,6 +106,7 @@ func opRename(
 @c(vaultaire_op_link)
 func opLink(_ req: FUSERequest, _ ino: fuse_ino_t, _ newParent: fuse_ino_t, _ newName: CString) {
     serve(req, "link") { mounted in
+        try refuseVirtual(ino, newParent)
         replyEntry(req, try mounted.vault.link(ino, into: newParent, name: try nameString(newName)), mounted)
     }
 }

@@ -53,8 +53,10 @@ func entryParameters(for node: Inode, _ mounted: MountedVault) -> fuse_entry_par
     entry.ino = node.id
     entry.generation = 0  // inode numbers are never reused within a vault
     entry.attr = attributes(of: node, mounted)
-    entry.attr_timeout = MountedVault.cacheSeconds
-    entry.entry_timeout = MountedVault.cacheSeconds
+    // The thumbnail repository's entries change behind the kernel's back: never cached.
+    let cached = ThumbnailRepository.isVirtual(node.id) ? 0 : MountedVault.cacheSeconds
+    entry.attr_timeout = cached
+    entry.entry_timeout = cached
     return entry
 }
 

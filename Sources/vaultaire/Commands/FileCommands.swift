@@ -2,6 +2,7 @@ import Glibc
 import VaultFS
 import VaultFormat
 import VaultSystem
+import VaultThumbnails
 
 enum ListCommand {
     static let spec = CommandSpec(
@@ -81,7 +82,11 @@ enum PutCommand {
             owned = fd
         }
         try withOpenVault(args, readOnly: false) { vault in
-            try copyIn(vault, args, from: owned?.rawValue ?? 0, source: source)
+            let id = try copyIn(vault, args, from: owned?.rawValue ?? 0, source: source)
+            // As a mount does after a close: an image gets its thumbnails (here, before the vault locks).
+            if case .skipped(let why) = Thumbnailer.refresh(vault, id) {
+                printError("Notice: no thumbnail for \(vault.path(of: id) ?? args.positionals[2]): \(why)")
+            }
         }
     }
 
@@ -89,7 +94,7 @@ enum PutCommand {
     /// step at the end: a failure or a signal on the way leaves the old file as it was.
     private static func copyIn(
         _ vault: UnlockedVault, _ args: ParsedArguments, from input: Int32, source: String
-    ) throws {
+    ) throws -> UInt64 {
         var destination = args.positionals[2]
         if let existing = try? vault.resolve(destination), existing.kind == .directory {
             let base = source == "-" ? "stdin" : String(source.split(separator: "/").last ?? "file")
@@ -125,6 +130,7 @@ enum PutCommand {
         }
         try PathErrors.inVault(destination) { try vault.attach(handle, in: parent, name: name) }
         progress.finish(offset)
+        return handle.id
     }
 }
 

@@ -139,9 +139,9 @@ enum VerifyCommand {
         }
         progress?.finish(checked)
         for notice in report.notices { printError("Notice: \(notice)") }
-        if repair && !report.strayBlobs.isEmpty {
-            let removed = try vault.removeStrayBlobs(report.strayBlobs)
-            printError("Repaired: removed \(removed) blob(s) that belonged to no file")
+        if repair && !(report.strayBlobs.isEmpty && report.orphanedThumbnails.isEmpty) {
+            let removed = try vault.removeStrayBlobs(report.strayBlobs + report.orphanedThumbnails)
+            printError("Repaired: removed \(removed) blob(s) and thumbnail(s) that belonged to no file")
         }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")

@@ -9,7 +9,7 @@ enum MountCommand {
     static let spec = CommandSpec(
         name: "mount", overview: "Unlock the vault and mount it as an ordinary folder; unmount to lock.",
         usage:
-            "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--no-io-uring] [--idle <duration>] [-f] [-o <option>]",
+            "vaultaire mount <vault> <mountpoint> [--read-only] [--no-xattrs] [--no-thumbnails] [--no-io-uring] [--idle <duration>] [-f] [-o <option>]",
         arguments: [("<vault>", "The vault directory."), ("<mountpoint>", "An empty directory to mount on.")],
         options: [
             CommonOptions.passphraseFile,
@@ -18,6 +18,11 @@ enum MountCommand {
                 long: "no-xattrs", short: nil, valueName: nil,
                 help:
                     "No extended attributes: saves the kernel's security.capability query on each new file's first write and on chown (see docs/PERFORMANCE.md)."
+            ),
+            .init(
+                long: "no-thumbnails", short: nil, valueName: nil,
+                help:
+                    "Make no thumbnails of images written to the mount and show no read-only .sh_thumbnails directories (see README, \"Thumbnails\")."
             ),
             .init(
                 long: "no-io-uring", short: nil, valueName: nil,
@@ -48,6 +53,7 @@ enum MountCommand {
         options.extendedAttributes = !args.has("no-xattrs")
         options.foreground = args.has("foreground")
         options.kernelRing = !args.has("no-io-uring")
+        options.thumbnails = !args.has("no-thumbnails")
         options.extra = libfuseOptions
         if let idle = args.value("idle") {
             guard let seconds = parseDuration(idle) else {

@@ -25,6 +25,7 @@ enum CompletionModel {
         case "backend"?: return .words(["secret-service", "file"])
         case "KiB"?: return .words(["4", "8", "16", "32", "64", "128", "256", "512", "1024"])
         case "option"?: return .words(mountOptionWords)
+        case "size"?: return .words(["normal", "large"])
         default: return .none
         }
     }
@@ -32,7 +33,7 @@ enum CompletionModel {
     /// Words for `-o`: the mount command's own options and the libfuse ones people use.
     static let mountOptionWords = [
         "passphrase-file=", "extpass=", "keychain=", "idle=", "ro", "read-only", "no-xattrs",
-        "no-io-uring", "remember", "allow_other", "allow_root", "auto_unmount", "nosuid", "nodev",
+        "no-thumbnails", "no-io-uring", "remember", "allow_other", "allow_root", "auto_unmount", "nosuid", "nodev",
         "noexec", "noatime",
     ]
 
@@ -43,7 +44,7 @@ enum CompletionModel {
         case (_, "<vault>"): return .directory
         case ("unmount", "<mountpoint>"): return .mountedVault
         case (_, "<mountpoint>"): return .directory
-        case ("put", "<source>"), ("get", "<destination>"): return .file
+        case ("put", "<source>"), ("get", "<destination>"), ("thumbnail", "<output>"): return .file
         default: return .none
         }
     }

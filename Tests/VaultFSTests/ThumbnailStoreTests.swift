@@ -1,0 +1,66 @@
+import Glibc
+import VaultFormat
+import VaultSystem
+import XCTest
+
+@testable import VaultFS
+
+/// The engine's side of thumbnails: stored per file, told apart when stale, named by `verify` when
+/// stale or orphaned, gone with the file, and the hook that tells the thumbnailer of written files.
+final class ThumbnailStoreTests: XCTestCase {
+    func testStaleAndOrphanedThumbnailsAreNamedByVerifyAndRepairRemovesOrphans() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        try v.writeFile("/a.jpg", [1, 2, 3])
+        let a = try v.resolve("/a.jpg")
+        let current = ThumbnailSet(contentVersion: a.contentVersion, fileSize: a.size, normal: [1], large: [2])
+        try v.setThumbnails(a.id, current)
+        XCTAssertEqual(try v.thumbnails(a.id), current)
+        XCTAssertFalse(v.verify().notices.contains { $0.contains("stale") })
+        var stale = current
+        stale.contentVersion = a.contentVersion &+ 7
+        try v.setThumbnails(a.id, stale)
+        XCTAssertTrue(v.verify().notices.contains { $0.contains("stale thumbnail of /a.jpg") }, "\(v.verify().notices)")
+        // A thumbnail file no record names.
+        let orphan = [UInt8](repeating: 0xAB, count: 16)
+        let file = try v.layout.thumbnailFile(orphan)
+        try v.layout.prepareParent(of: file)
+        try file.replace(with: [1, 2, 3])
+        let report = v.verify()
+        XCTAssertEqual(report.orphanedThumbnails, [orphan])
+        XCTAssertTrue(
+            report.notices.contains { $0.contains("thumbs/ab/abababababababababababababab") }, "\(report.notices)")
+        XCTAssertEqual(try v.removeStrayBlobs(report.orphanedThumbnails), 1)
+        XCTAssertFalse(try file.exists())
+        try v.close()
+    }
+
+    func testWritersLastReleaseIsReportedAndReadersAreNot() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        let seen = Guarded<[UInt64]>([])
+        v.onContentChanged { id in seen.withLock { $0.append(id) } }
+        try v.writeFile("/a.png", [9])
+        let a = try v.resolve("/a.png")
+        XCTAssertEqual(seen.withLock { $0 }, [a.id])
+        _ = try v.readFile("/a.png")
+        XCTAssertEqual(seen.withLock { $0 }, [a.id], "a read-only release reports nothing")
+        try v.setSize(a.id, to: 0)
+        XCTAssertEqual(seen.withLock { $0 }, [a.id, a.id], "truncate reports")
+        try v.close()
+    }
+
+    func testUnlinkRemovesTheThumbnailWithTheBlob() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        try v.writeFile("/a.jpg", [1])
+        let a = try v.resolve("/a.jpg")
+        try v.setThumbnail(a.id, image: [5])
+        let file = try v.layout.thumbnailFile(a.blobID)
+        XCTAssertTrue(try file.exists())
+        try v.unlink(in: Inode.rootID, name: "a.jpg")
+        v.reaper.drain()
+        XCTAssertFalse(try file.exists())
+        try v.close()
+    }
+}
