@@ -36,6 +36,18 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(cp.terminationStatus, 0, "cp -a \(from) \(to)")
     }
 
+    /// Every blob file of the vault (non-empty ones: the fixture's empty file has an empty blob).
+    func blobFiles(_ vault: String) throws -> [String] {
+        var out: [String] = []
+        for sub in try FileManager.default.contentsOfDirectory(atPath: vault + "/blobs") {
+            for name in try FileManager.default.contentsOfDirectory(atPath: vault + "/blobs/" + sub) {
+                let path = vault + "/blobs/" + sub + "/" + name
+                if try bytes(path).count > 0 { out.append(path) }
+            }
+        }
+        return out
+    }
+
     func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
 
     /// Every file of the fixture, read back and compared with what version 1 wrote.
@@ -76,7 +88,17 @@ final class MigrationTests: XCTestCase {
         let checked = try w.run(["verify", vault, "--recovery-phrase-file", phrase])
         XCTAssertTrue(checked.stdout.contains("and the recovery phrase: all intact"), checked.stdout)
         let again = try w.run(["upgrade", vault, "--passphrase-file", pw])
-        XCTAssertTrue(again.stdout.contains("already at format version 2"), again.stdout)
+        XCTAssertTrue(again.stdout.contains("is at format version 2"), again.stdout)
+        // --compact rewrites the fixture's version-1 blobs (layout byte 1 at offset 4) into layout 2.
+        let blobs = try blobFiles(vault)
+        XCTAssertFalse(blobs.isEmpty)
+        XCTAssertTrue(try blobs.allSatisfy { try bytes($0)[4] == 1 })
+        let compact = try w.run(["upgrade", vault, "--compact", "--passphrase-file", pw])
+        XCTAssertTrue(compact.stdout.contains("Rewrote \(blobs.count) file(s)"), compact.stdout)
+        let after2 = try blobFiles(vault)
+        XCTAssertEqual(after2.count, blobs.count)
+        XCTAssertTrue(try after2.allSatisfy { try bytes($0)[4] == 2 })
+        try assertFixtureFiles(w, vault, pw)
     }
 
     func testTheFirstWritableOpenMigrates() throws {

@@ -88,15 +88,22 @@ func upgradeIfNeeded(_ path: String, master: SecureBytes, keychain: Keychain) th
     try vault.close()
 }
 
-/// `vaultaire upgrade`: migrates a vault to the current format version in place.
+/// `vaultaire upgrade`: migrates a vault to the current format version in place; with `--compact`
+/// also rewrites every file still in the version-1 blob layout (or whose content key has sealed its
+/// budget) into the current one.
 enum UpgradeCommand {
     static let spec = CommandSpec(
         name: "upgrade",
         overview:
-            "Migrate a vault to the current format version in place (also done by the first writable open).",
-        usage: "vaultaire upgrade <vault>",
+            "Migrate a vault to the current format version in place (also done by the first writable open); --compact also rewrites old blobs.",
+        usage: "vaultaire upgrade <vault> [--compact]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
+            .init(
+                long: "compact", short: nil, valueName: nil,
+                help:
+                    "Also rewrite every file kept in the version-1 blob layout (a small file then takes one host block) or whose key is due for rotation; files open elsewhere are left for the next run."
+            ),
             CommonOptions.passphraseFile, CommonOptions.extpass, CommonOptions.keychain, CommonOptions.acceptRollback,
             CommonOptions.quiet,
         ],
@@ -106,12 +113,22 @@ enum UpgradeCommand {
         let path = args.positionals[0]
         let before = try readVaultHeader(path).version
         try VaultAccess.checkWritable(at: path)
-        let vault = try openVault(args, readOnly: false)
-        try vault.close()
+        try withOpenVault(args, readOnly: false) { vault in
+            guard args.has("compact") else { return }
+            var progress: ProgressMeter?
+            var last = 0
+            let rewritten = try vault.rewriteBlobs { done, total in
+                if progress == nil { progress = ProgressMeter(total: total, unit: .files, quiet: args.has("quiet")) }
+                progress?.update(done)
+                last = done
+            }
+            progress?.finish(last)
+            print("Rewrote \(rewritten) file(s) into the current blob layout.")
+        }
         if before < VaultHeader.formatVersion {
             print("Upgraded \(path) from format version \(before) to \(VaultHeader.formatVersion).")
         } else {
-            print("\(path) is already at format version \(VaultHeader.formatVersion).")
+            print("\(path) is at format version \(VaultHeader.formatVersion).")
         }
     }
 }
