@@ -34,6 +34,10 @@ extension UnlockedVault {
         guard !readOnly else { return }
         let files = meta.withLock { Array($0.openFiles.values) }
         for f in files { try commitFile(f, durable: false) }
+        do { try rotateExhaustedContentKeys() } catch {
+            // The key keeps working well past the limit (a quarter of the budget); the next close retries.
+            report("could not give a file a new content key at lock: \(error)")
+        }
         try syncBackingStore()
         // Nothing else runs now (the mount has ended, or the command is done): the compaction's
         // snapshot write may hold the lock.

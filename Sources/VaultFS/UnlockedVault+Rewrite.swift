@@ -28,6 +28,22 @@ extension UnlockedVault {
         return rewritten
     }
 
+    /// Gives every file whose content key has made `SealBudget.limit` seals a new key (a rewrite of its
+    /// blob), leaving layout-1 blobs as they are: what every clean close of a writable open does, so a
+    /// key is replaced at the latest at the lock after it reached the limit. Files still open are
+    /// left for the next close.
+    @discardableResult
+    func rotateExhaustedContentKeys() throws -> Int {
+        let due = meta.withLock { s in
+            s.index.inodes.values.filter {
+                $0.kind == .file && $0.linkCount > 0 && $0.contentSeals >= SealBudget.limit && s.openFiles[$0.id] == nil
+            }.map(\.id).sorted()
+        }
+        var rotated = 0
+        for id in due where try rewriteBlob(id) { rotated += 1 }
+        return rotated
+    }
+
     /// Copies file `id` into a new layout-2 blob with a new content key and switches the record to it.
     /// False when the file was open or changed meanwhile (nothing changed then).
     func rewriteBlob(_ id: UInt64) throws -> Bool {
