@@ -61,26 +61,59 @@ extension UnlockedVault {
             report.strayBlobs = onDisk.filter { !referenced.contains($0) }
             if !report.strayBlobs.isEmpty {
                 report.notices.append(
-                    "\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted create; "
-                        + "'vaultaire verify --repair' removes them)")
+                    "\(report.strayBlobs.count) blob(s) belong to no file (left by an interrupted command, or "
+                        + "another machine's files whose index a sync client replaced; 'vaultaire verify --repair' "
+                        + "removes the empty ones and moves those with contents to lost+found/ in the vault directory)")
             }
         }
         return report
     }
 
-    /// Removes blobs that no record names (as `verify` found them), checking again under the lock that
-    /// none has been taken into use since. Returns how many went.
-    public func removeStrayBlobs(_ ids: [[UInt8]]) throws -> Int {
+    /// Deals with blobs that no record names (as `verify` found them), checking again under the lock
+    /// that none has been taken into use since. A blob holding no chunk (what an interrupted create
+    /// leaves) is removed. A blob holding contents is moved, whole, to `lost+found/` in the vault
+    /// directory, never deleted: it may be another machine's file whose index a sync client replaced
+    /// (a newest-wins merge leaves no conflict copy), and only that index can name it again. Stray
+    /// thumbnails are removed (they are made again from their file).
+    public func removeStrayBlobs(_ ids: [[UInt8]]) throws -> (removed: Int, setAside: Int) {
         try requireWritable()
         return try meta.withLock { s in
             let used = Set(s.index.inodes.values.map(\.blobID))
             var removed = 0
+            var setAside = 0
             for id in ids where !used.contains(id) {
-                for file in [try layout.blobFile(id), try layout.thumbnailFile(id)] { try? file.remove() }
-                removed += 1
+                let blob = try layout.blobFile(id)
+                if !(try blob.exists()) {
+                    // A thumbnail alone (an orphan): nothing of the file is left to keep.
+                    removed += 1
+                } else if !UnlockedVault.holdsNoChunk(blob) {
+                    let lostAndFound = try layout.directory().file("lost+found")
+                    try lostAndFound.makeDirectory()
+                    let destination = lostAndFound.appending(id.hex)
+                    guard !(try destination.exists()) else { continue }
+                    try destination.rename(from: blob)
+                    try lostAndFound.sync()
+                    setAside += 1
+                } else {
+                    try? blob.remove()
+                    removed += 1
+                }
+                try? layout.thumbnailFile(id).remove()
             }
-            return removed
+            return (removed, setAside)
         }
+    }
+
+    /// Whether a blob is empty or only a header of its layout (read from its public bytes): what an
+    /// interrupted create leaves. Anything unreadable counts as holding contents, to be kept.
+    static func holdsNoChunk(_ blob: AnchoredPath) -> Bool {
+        guard let fd = try? blob.open(flags: O_RDONLY), let size = try? fd.size() else { return false }
+        if size == 0 { return true }
+        var head = [UInt8](repeating: 0, count: 5)
+        guard let n = try? head.withUnsafeMutableBytes({ try fd.read(into: $0, at: 0) }), n == 5,
+            head[4] == 1 || head[4] == 2
+        else { return false }
+        return size <= FileBlob.headerSize(layout: Int(head[4]))
     }
 
     private func verifyFile(

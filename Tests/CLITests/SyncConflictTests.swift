@@ -183,3 +183,49 @@ extension SyncConflictTests {
         XCTAssertTrue(verify.stdout.contains(": a copy of the contents of /common.txt (\(blob))"), verify.stdout)
     }
 }
+
+extension SyncConflictTests {
+    /// A newest-wins sync client (no conflict copies) keeps A's index, written last, and brings B's new
+    /// blob beside it: B's file is a blob no record names, exactly like a crash leftover. `verify
+    /// --repair` must not delete it: it goes, whole, to lost+found/, from where B's index names it again.
+    func testRepairAfterANewestWinsMergeKeepsTheOtherMachinesFile() throws {
+        let m = try split(
+            changeA: ["put", "VAULT", "A_FILE", "/from-a.txt", "--passphrase-file", "PW"],
+            changeB: ["put", "VAULT", "B_FILE", "/from-b.txt", "--passphrase-file", "PW"])
+        try merge(m, conflicting: []) { $0 }
+        let fm = FileManager.default
+        let blobsOfA = Set(try fm.subpathsOfDirectory(atPath: m.w.root + "/a/Vault").filter { $0.hasPrefix("blobs/") })
+        let strays = try fm.subpathsOfDirectory(atPath: m.b).filter {
+            $0.hasPrefix("blobs/") && $0.count == "blobs/xx/".count + 30
+        }.filter { !fm.fileExists(atPath: m.w.root + "/original/" + $0) }
+        XCTAssertEqual(strays.count, 1, "B made one new blob: \(strays)")
+        let stray = strays[0]
+        XCTAssertTrue(blobsOfA.contains(stray), "the merge brought B's blob to A")
+
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw])
+        XCTAssertTrue(verify.stderr.contains("1 blob(s) belong to no file"), verify.stderr)
+        let repair = try m.w.run(["verify", m.a, "--repair", "--passphrase-file", m.pw])
+        XCTAssertTrue(repair.stderr.contains("moved 1 blob(s) with contents"), repair.stderr)
+        let kept =
+            m.a + "/lost+found/"
+            + stray.replacingOccurrences(of: "blobs/", with: "")
+            .replacingOccurrences(of: "/", with: "")
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: kept)),
+            try Data(contentsOf: URL(fileURLWithPath: m.b + "/" + stray)),
+            "B's blob is kept whole")
+
+        // Nothing is lost: B's index names the kept blob once it is back in blobs/.
+        let restored = m.w.root + "/restored"
+        try fm.copyItem(atPath: m.a, toPath: restored)
+        for name in ["snapshot", "journal"] {
+            try fm.removeItem(atPath: restored + "/index/" + name)
+            try fm.copyItem(atPath: m.b + "/index/" + name, toPath: restored + "/index/" + name)
+        }
+        try fm.moveItem(
+            atPath: restored + "/lost+found/" + (kept as NSString).lastPathComponent, toPath: restored + "/" + stray)
+        let out = m.w.root + "/from-b.out"
+        try m.w.run(["get", restored, "/from-b.txt", out, "--passphrase-file", m.pw], environment: m.environmentB)
+        XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "written on B\n")
+    }
+}

@@ -30,7 +30,7 @@ final class ThumbnailStoreTests: XCTestCase {
         XCTAssertEqual(report.orphanedThumbnails, [orphan])
         XCTAssertTrue(
             report.notices.contains { $0.contains("thumbs/ab/abababababababababababababab") }, "\(report.notices)")
-        XCTAssertEqual(try v.removeStrayBlobs(report.orphanedThumbnails), 1)
+        XCTAssertEqual(try v.removeStrayBlobs(report.orphanedThumbnails).removed, 1)
         XCTAssertFalse(try file.exists())
         try v.close()
     }

@@ -140,8 +140,13 @@ enum VerifyCommand {
         progress?.finish(checked)
         for notice in report.notices { printError("Notice: \(notice)") }
         if repair && !(report.strayBlobs.isEmpty && report.orphanedThumbnails.isEmpty) {
-            let removed = try vault.removeStrayBlobs(report.strayBlobs + report.orphanedThumbnails)
-            printError("Repaired: removed \(removed) blob(s) and thumbnail(s) that belonged to no file")
+            let done = try vault.removeStrayBlobs(report.strayBlobs + report.orphanedThumbnails)
+            printError("Repaired: removed \(done.removed) empty blob(s) and thumbnail(s) that belonged to no file")
+            if done.setAside > 0 {
+                printError(
+                    "Repaired: moved \(done.setAside) blob(s) with contents that belonged to no file to "
+                        + "\(path)/lost+found/ (nothing deleted; README: \"Using a vault in a sync folder\")")
+            }
         }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
