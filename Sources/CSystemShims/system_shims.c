@@ -21,6 +21,10 @@ int vaultaire_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
 
+int vaultaire_fallocate(int fd, int mode, long long offset, long long length) {
+    return fallocate(fd, mode, offset, length);
+}
+
 int vaultaire_disable_core_dumps(void) {
     struct rlimit none = {0, 0};
     if (setrlimit(RLIMIT_CORE, &none) != 0) return -1;

@@ -413,6 +413,27 @@ final class OpenFile: @unchecked Sendable {
         modifiedSinceCommit = true
     }
 
+    /// Zeroes bytes `range`, all inside one chunk (the partial chunk at either end of a punched hole).
+    func zeroWithinChunk(_ range: Range<Int>) throws {
+        guard !range.isEmpty else { return }
+        let index = range.lowerBound / chunkSize
+        precondition((range.upperBound - 1) / chunkSize == index)
+        if index != cacheIndex && inGap(index) { return }  // reads as zeros already
+        try load(index)
+        cache.withUnsafeMutableBytes { c in
+            _ = memset(c.baseAddress! + (range.lowerBound - index * chunkSize), 0, range.count)
+        }
+        cacheDirty = true
+        modifiedSinceCommit = true
+    }
+
+    /// Forgets the cached chunk, unwritten, if it is one of `chunks` (which are becoming a gap).
+    func forgetCachedChunk(in chunks: Range<Int>) {
+        guard chunks.contains(cacheIndex) else { return }
+        cacheIndex = -1
+        cacheDirty = false
+    }
+
     /// After the blob was repaired under this file (a save that failed): what is on disk is all there is.
     func resetAfterRepair(size newSize: Int, holes: [Range<Int>]) {
         dropCache()

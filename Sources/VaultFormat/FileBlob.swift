@@ -466,6 +466,21 @@ public final class FileBlob {
         fd.startWriteback(offset: offset(ofChunk: first), length: count * slotSize)
     }
 
+    /// Reserves host space for the slots of `chunks` (fallocate, the blob's length unchanged).
+    public func reserveSpace(chunks: Range<Int>) throws {
+        guard !chunks.isEmpty else { return }
+        try fd.reserveSpace(offset: offset(ofChunk: chunks.lowerBound), length: chunks.count * slotSize)
+    }
+
+    /// Gives the host space of the slots of `chunks` back (they are holes in the file's record now,
+    /// so nothing reads them). Where the host cannot punch holes, their old ciphertext stays until
+    /// overwritten; returns whether the space was freed.
+    @discardableResult
+    public func releaseSpace(chunks: Range<Int>) -> Bool {
+        guard !chunks.isEmpty else { return true }
+        return (try? fd.punchHole(offset: offset(ofChunk: chunks.lowerBound), length: chunks.count * slotSize)) != nil
+    }
+
     /// Cuts (or sparsely extends) the blob to what a file of `size` bytes takes (`expectedLength`).
     public func truncate(toSize size: Int) throws {
         try setLength(expectedLength(size: size))

@@ -127,6 +127,24 @@ public final class FileDescriptor: @unchecked Sendable {
         try retryingEINTR("fdatasync", path: path) { fdatasync(rawValue) }
     }
 
+    /// Reserves host space for `length` bytes at `offset` without changing the file's length
+    /// (fallocate with FALLOC_FL_KEEP_SIZE): later writes there cannot fail for want of space.
+    /// EOPNOTSUPP where the filesystem cannot.
+    public func reserveSpace(offset: Int, length: Int) throws {
+        try retryingEINTR("fallocate", path: path) {
+            vaultaire_fallocate(rawValue, Int32(VAULTAIRE_FALLOC_KEEP_SIZE), Int64(offset), Int64(length))
+        }
+    }
+
+    /// Frees the host space of `length` bytes at `offset`, which then read as zeros; the length stays
+    /// (fallocate with FALLOC_FL_PUNCH_HOLE). EOPNOTSUPP where the filesystem cannot.
+    public func punchHole(offset: Int, length: Int) throws {
+        try retryingEINTR("fallocate", path: path) {
+            vaultaire_fallocate(
+                rawValue, Int32(VAULTAIRE_FALLOC_KEEP_SIZE | VAULTAIRE_FALLOC_PUNCH_HOLE), Int64(offset), Int64(length))
+        }
+    }
+
     /// Asks the kernel to start writing `length` bytes at `offset` to disk, without waiting. Streaming
     /// writers call it so that the disk works while they produce the rest, instead of all at the
     /// final fsync. Advisory: a failure here changes nothing, so it is ignored.

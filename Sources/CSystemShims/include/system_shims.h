@@ -5,6 +5,14 @@
 int vaultaire_syncfs(int fd);
 /// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writing a range to disk without waiting for it.
 int vaultaire_start_writeback(int fd, long long offset, long long length);
+/// fallocate(2), hidden from Swift behind _GNU_SOURCE: `mode` is FALLOC_FL_* (KEEP_SIZE reserves host
+/// space without changing the file's length; KEEP_SIZE | PUNCH_HOLE frees it).
+int vaultaire_fallocate(int fd, int mode, long long offset, long long length);
+/// The FALLOC_FL_* values this program uses, for Swift (linux/falloc.h is not in the Glibc module).
+enum {
+    VAULTAIRE_FALLOC_KEEP_SIZE = 0x01,
+    VAULTAIRE_FALLOC_PUNCH_HOLE = 0x02,
+};
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps, no ptrace by same-uid processes. prctl is variadic.
 int vaultaire_disable_core_dumps(void);
 // Names the calling thread and lets it run on every CPU the process may use: a thread started while

@@ -131,3 +131,38 @@ func opRelease(_ req: FUSERequest, _ ino: fuse_ino_t, _ fi: FUSEFileInfo) {
         replyDone(req)
     }
 }
+
+// linux/falloc.h and unistd.h's values, which the Glibc module leaves out (they sit behind _GNU_SOURCE).
+private let fallocKeepSize: Int32 = 0x01
+private let fallocPunchHole: Int32 = 0x02
+private let seekData: Int32 = 3
+private let seekHole: Int32 = 4
+
+@c(vaultaire_op_fallocate)
+func opFallocate(
+    _ req: FUSERequest, _ ino: fuse_ino_t, _ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: FUSEFileInfo
+) {
+    serve(req, "fallocate") { mounted in
+        try refuseVirtual(ino)
+        let allocation: UnlockedVault.Allocation
+        switch mode {
+        case 0: allocation = .reserve(keepSize: false)
+        case fallocKeepSize: allocation = .reserve(keepSize: true)
+        case fallocKeepSize | fallocPunchHole: allocation = .punchHole
+        default: throw FSError(EOPNOTSUPP)  // ZERO_RANGE, COLLAPSE_RANGE, INSERT_RANGE …
+        }
+        try mounted.vault.allocate(try fileHandle(fi), allocation, offset: Int(offset), length: Int(length))
+        replyDone(req)
+    }
+}
+
+@c(vaultaire_op_lseek)
+func opLseek(_ req: FUSERequest, _ ino: fuse_ino_t, _ offset: off_t, _ whence: Int32, _ fi: FUSEFileInfo) {
+    serve(req, "lseek") { mounted in
+        // The kernel asks only for these two; a thumbnail is all data.
+        guard whence == seekData || whence == seekHole else { throw FSError(EINVAL) }
+        if ThumbnailRepository.isVirtual(ino) { throw FSError(EOPNOTSUPP) }
+        let position = try mounted.vault.seek(try fileHandle(fi), from: Int(offset), toData: whence == seekData)
+        fuse_reply_lseek(req, off_t(position))
+    }
+}

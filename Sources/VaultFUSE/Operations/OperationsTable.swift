@@ -40,6 +40,8 @@ func makeOperations(extendedAttributes: Bool) -> fuse_lowlevel_ops {
     ops.flush = opFlush
     ops.fsync = opFsync
     ops.release = opRelease
+    ops.fallocate = opFallocate
+    ops.lseek = opLseek
     if extendedAttributes {
         // Left out, the kernel gets ENOSYS once and then answers every attribute query itself.
         ops.setxattr = opSetxattr
