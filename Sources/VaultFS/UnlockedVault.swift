@@ -26,8 +26,9 @@ public final class UnlockedVault: @unchecked Sendable {
     private let reporter = Guarded<((String) -> Void)?>(nil)
     /// Told of files whose contents may have changed (`onContentChanged`; the thumbnailer).
     let contentObserver = Guarded<(@Sendable (UInt64) -> Void)?>(nil)
-    /// Conflict copies a sync client left beside the vault's files (found at a read-only open; a
-    /// writable open refuses with `SyncConflictError`). Set during init only.
+    /// Conflict copies a sync client left beside the vault's files, and blobs newer than the index
+    /// that it does not account for (found at a read-only open, or one settling newer blobs; any
+    /// other writable open refuses with `SyncConflictError`). Set during init only.
     public private(set) var syncConflicts: [SyncConflictCopy] = []
     /// Set when an older index was accepted at open: the generation this device had seen, and the one found.
     public private(set) var acceptedRollback: (seen: UInt64, found: UInt64)?
@@ -39,7 +40,7 @@ public final class UnlockedVault: @unchecked Sendable {
 
     init(
         layout: VaultLayout, header: VaultHeader, master: SecureBytes, readOnly: Bool, generations: Keychain?,
-        acceptRollback: Bool = false
+        acceptRollback: Bool = false, settlingNewerBlobs: Bool = false
     ) throws {
         self.layout = layout
         self.header = header
@@ -56,9 +57,17 @@ public final class UnlockedVault: @unchecked Sendable {
         reaper = BlobReaper(beforeRemoving: { (try? journal.open(flags: O_RDONLY).dataSync()) != nil })
         // Before anything is written (the lock file included): a refused open changes nothing.
         let conflicts = try SyncConflict.scan(layout)
-        if !readOnly && !conflicts.isEmpty {
-            let files = UnlockedVault.fileNames(for: conflicts, layout: layout, header: header, keys: keys)
-            throw SyncConflictError(copies: UnlockedVault.describe(conflicts, root: layout.root, files: files))
+        let newerBlobs = try BlobNewerThanIndex.scan(layout)
+        let inUse = (try layout.lockFile().status()?.size ?? 0) > 0
+        if !readOnly && !(conflicts.isEmpty && newerBlobs.isEmpty) {
+            let state = UnlockedVault.readIndexUnchanged(layout: layout, header: header, keys: keys)
+            var copies = UnlockedVault.describe(
+                conflicts, root: layout.root, files: state?.fileNamesByBlob() ?? [:])
+            if let state, !settlingNewerBlobs {
+                copies += UnlockedVault.unaccounted(
+                    newerBlobs, state: state, layout: layout, header: header, keys: keys, inUse: inUse)
+            }
+            if !copies.isEmpty { throw SyncConflictError(copies: copies) }
         }
         let lock = readOnly ? nil : try VaultLock.acquire(try layout.lockFile())
         lockFile = Guarded(lock)
@@ -67,9 +76,12 @@ public final class UnlockedVault: @unchecked Sendable {
         let (loaded, report) = try store.load(forWriting: !readOnly)
         meta = Guarded(VaultState(index: loaded, journal: store))
         notices += report.notices
-        if !conflicts.isEmpty {
-            syncConflicts = UnlockedVault.describe(
-                conflicts, root: layout.root, files: meta.withLock { $0.fileNamesByBlob() })
+        if readOnly || settlingNewerBlobs {
+            syncConflicts = meta.withLock { s in
+                UnlockedVault.describe(conflicts, root: layout.root, files: s.fileNamesByBlob())
+                    + UnlockedVault.unaccounted(
+                        newerBlobs, state: s, layout: layout, header: header, keys: keys, inUse: inUse)
+            }
         }
         if let seen = try generations?.generation(for: header.vaultID), seen > store.lastSeq {
             guard acceptRollback else {

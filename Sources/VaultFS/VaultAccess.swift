@@ -85,16 +85,18 @@ public enum VaultAccess {
 
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
     /// With `acceptRollback`, an index older than this device has seen is accepted (and recorded as
-    /// the newest seen) instead of refused: the owner restored an older copy on purpose.
+    /// the newest seen) instead of refused: the owner restored an older copy on purpose. With
+    /// `settlingNewerBlobs` (`verify --repair`), blobs newer than the index that it does not account
+    /// for do not refuse a writable open: they are listed in `syncConflicts`, for `settleNewerBlobs`.
     public static func open(
         at path: String, master: SecureBytes, keychain: Keychain?, readOnly: Bool,
-        acceptRollback: Bool = false
+        acceptRollback: Bool = false, settlingNewerBlobs: Bool = false
     ) throws -> UnlockedVault {
         let layout = VaultLayout(root: path)
         let header = try layout.readHeader()
         return try UnlockedVault(
             layout: layout, header: header, master: master, readOnly: readOnly, generations: keychain,
-            acceptRollback: acceptRollback)
+            acceptRollback: acceptRollback, settlingNewerBlobs: settlingNewerBlobs)
     }
 
     /// Sets this device's credential: its slot is resealed (or added, on a device that has none yet:

@@ -98,6 +98,11 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
 
     /// The file type and permission bits of the entry itself (not what a link points to), or nil.
     public func lstatMode() throws -> (mode: mode_t, uid: uid_t)? {
+        try lstatEntry().map { ($0.st_mode, $0.st_uid) }
+    }
+
+    /// fstatat(AT_SYMLINK_NOFOLLOW) through the parent's descriptor; nil when nothing has the name.
+    private func lstatEntry() throws -> stat? {
         let dir: FileDescriptor
         do { dir = try parentDescriptor() } catch let e as SystemError where e.errno == ENOENT { return nil }
         var st = stat()
@@ -105,7 +110,25 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
             if errno == ENOENT { return nil }
             throw SystemError(errno: errno, operation: "stat", path: path)
         }
-        return (st.st_mode, st.st_uid)
+        return st
+    }
+
+    /// What an entry is, how long, and when it was last modified.
+    public struct Status: Sendable {
+        public let mode: mode_t
+        public let size: Int
+        /// Nanoseconds since the epoch.
+        public let modified: Int64
+
+        public var isRegularFile: Bool { mode & S_IFMT == S_IFREG }
+        public var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
+    }
+
+    /// The entry itself (a symbolic link is not followed), or nil when nothing has the name.
+    public func status() throws -> Status? {
+        guard let st = try lstatEntry() else { return nil }
+        let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        return Status(mode: st.st_mode, size: Int(st.st_size), modified: modified)
     }
 
     // MARK: Changing

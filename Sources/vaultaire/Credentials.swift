@@ -141,8 +141,13 @@ func reportOpening(_ vault: UnlockedVault, headerWarning: Bool = true) {
 /// One line for a read-only open of a vault holding sync conflict copies (a writable one refuses).
 func syncConflictWarning(_ copies: [SyncConflictCopy]) -> String? {
     guard let first = copies.first else { return nil }
-    let which = copies.count == 1 ? "a conflict copy (\(first.path))" : "\(copies.count) conflict copies"
-    return "Warning: this vault was written on two machines at once: a sync client left \(which) beside its files; "
+    if copies.allSatisfy({ $0.kind == .conflictCopy }) {
+        let which = copies.count == 1 ? "a conflict copy (\(first.path))" : "\(copies.count) conflict copies"
+        return "Warning: this vault was written on two machines at once: a sync client left \(which) beside its "
+            + "files; reading works, writing is refused until resolved ('vaultaire verify' lists them)"
+    }
+    return "Warning: this vault was written on two machines at once: the sync folder holds "
+        + "\(SyncConflictCopy.summary(copies)) (a sync client may still be bringing the other machine's index); "
         + "reading works, writing is refused until resolved ('vaultaire verify' lists them)"
 }
 

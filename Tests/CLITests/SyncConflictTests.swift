@@ -106,6 +106,15 @@ final class SyncConflictTests: XCTestCase {
             changeB: ["put", "VAULT", "B_FILE", "/from-b.txt", "--passphrase-file", "PW"])
         let copy = "index/journal.sync-conflict-20261204-101010-ABCDEFG"
         try merge(m, conflicting: ["index/journal"]) { _ in copy }
+        // The merge also brought B's new blob, which A's index (kept) does not name.
+        let fm = FileManager.default
+        let newBlobs = try fm.subpathsOfDirectory(atPath: m.b).filter {
+            $0.hasPrefix("blobs/") && $0.count == "blobs/xx/".count + 30
+                && !fm.fileExists(atPath: m.w.root + "/original/" + $0)
+        }
+        XCTAssertEqual(newBlobs.count, 1, "B made one new blob: \(newBlobs)")
+        let newBlob = try XCTUnwrap(newBlobs.first)
+        let newBlobSize = try fm.attributesOfItem(atPath: m.a + "/" + newBlob)[.size] as! Int
         let before = try listing(m.a)
 
         for command in try writableCommands(m) {
@@ -116,10 +125,12 @@ final class SyncConflictTests: XCTestCase {
         XCTAssertEqual(
             refusal.errorLines.map(String.init),
             [
-                "Error: this vault was written on two machines at once: a sync client left 1 conflict copy beside its files. "
-                    + "Nothing has been changed; writing is refused until the copies are resolved (README: \"Using a vault in a "
-                    + "sync folder\"); ls, get, verify and mount --read-only still work.",
+                "Error: this vault was written on two machines at once: the sync folder holds 1 conflict copy and 1 blob "
+                    + "newer than the index (a sync client still bringing the other machine's index, or one that kept this "
+                    + "machine's). Nothing has been changed; writing is refused until the copies are resolved (README: "
+                    + "\"Using a vault in a sync folder\"); ls, get, verify and mount --read-only still work.",
                 "  \(m.a)/\(copy): a copy of the index journal, holding the other machine's changes (index/journal)",
+                "  \(m.a)/\(newBlob): contents written after the index, of a file the index does not name (\(newBlobSize) bytes)",
             ])
         XCTAssertEqual(try listing(m.a), before, "a refused command changed the vault directory")
 
@@ -127,8 +138,9 @@ final class SyncConflictTests: XCTestCase {
         XCTAssertEqual(
             ls.errorLines.map(String.init),
             [
-                "Warning: this vault was written on two machines at once: a sync client left a conflict copy (\(m.a)/\(copy)) "
-                    + "beside its files; reading works, writing is refused until resolved ('vaultaire verify' lists them)"
+                "Warning: this vault was written on two machines at once: the sync folder holds 1 conflict copy and 1 blob "
+                    + "newer than the index (a sync client may still be bringing the other machine's index); reading works, "
+                    + "writing is refused until resolved ('vaultaire verify' lists them)"
             ])
 
         let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
@@ -202,8 +214,11 @@ extension SyncConflictTests {
         let stray = strays[0]
         XCTAssertTrue(blobsOfA.contains(stray), "the merge brought B's blob to A")
 
-        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw])
+        // A's index, kept, is older than B's blob it does not name: a conflict until repaired.
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
         XCTAssertTrue(verify.stderr.contains("1 blob(s) belong to no file"), verify.stderr)
+        XCTAssertTrue(
+            verify.stdout.contains("CONFLICT \(m.a)/\(stray): contents written after the index"), verify.stdout)
         let repair = try m.w.run(["verify", m.a, "--repair", "--passphrase-file", m.pw])
         XCTAssertTrue(repair.stderr.contains("moved 1 blob(s) with contents"), repair.stderr)
         let kept =
@@ -214,6 +229,7 @@ extension SyncConflictTests {
             try Data(contentsOf: URL(fileURLWithPath: kept)),
             try Data(contentsOf: URL(fileURLWithPath: m.b + "/" + stray)),
             "B's blob is kept whole")
+        try m.w.run(["verify", m.a, "--passphrase-file", m.pw])
 
         // Nothing is lost: B's index names the kept blob once it is back in blobs/.
         let restored = m.w.root + "/restored"
@@ -227,5 +243,108 @@ extension SyncConflictTests {
         let out = m.w.root + "/from-b.out"
         try m.w.run(["get", restored, "/from-b.txt", out, "--passphrase-file", m.pw], environment: m.environmentB)
         XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "written on B\n")
+    }
+}
+
+extension SyncConflictTests {
+    /// B's new blobs (with their fan-out directories) as a sync client brings them to A: put in place by
+    /// renaming, the index not yet.
+    func bringBlobs(_ m: Machines) throws -> [String] {
+        let fm = FileManager.default
+        var brought: [String] = []
+        for relative in try fm.subpathsOfDirectory(atPath: m.b + "/blobs")
+        where !fm.fileExists(atPath: m.a + "/blobs/" + relative) {
+            try fm.copyItem(atPath: m.b + "/blobs/" + relative, toPath: m.a + "/blobs/" + relative + ".part")
+            try fm.moveItem(atPath: m.a + "/blobs/" + relative + ".part", toPath: m.a + "/blobs/" + relative)
+            brought.append("blobs/" + relative)
+        }
+        return brought
+    }
+
+    /// The sync client brings B's index files, after the blobs.
+    func bringIndex(_ m: Machines) throws {
+        let fm = FileManager.default
+        for name in ["snapshot", "journal"] {
+            try fm.removeItem(atPath: m.a + "/index/" + name)
+            try fm.copyItem(atPath: m.b + "/index/" + name, toPath: m.a + "/index/" + name)
+        }
+    }
+
+    /// A vault used by two machines one at a time: B's new file reaches A's sync folder as its blob
+    /// first, its index later. In between the index is older than a blob it does not name: writing is
+    /// refused with nothing changed, reading works; once the index arrives, everything opens.
+    func testBlobsThatArriveBeforeTheirIndexRefuseWritingUntilTheIndexArrives() throws {
+        let m = try split(
+            changeA: ["ls", "VAULT", "/", "--passphrase-file", "PW"],
+            changeB: ["put", "VAULT", "B_FILE", "/from-b.txt", "--passphrase-file", "PW"])
+        let brought = try bringBlobs(m)
+        XCTAssertEqual(brought.count, 1, "B made one new blob: \(brought)")
+        let before = try listing(m.a)
+
+        // passwd and recover write only vault.header, which blobs ahead of the index do not concern.
+        for command in try writableCommands(m) where !["verify", "passwd", "recover"].contains(command[0]) {
+            let r = try m.w.run(command, expect: nil)
+            XCTAssertEqual(r.status, Self.conflictCode, "\(command[0]): \(r.stderr)")
+        }
+        let refusal = try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw], expect: nil)
+        XCTAssertTrue(
+            refusal.stderr.contains("the sync folder holds 1 blob newer than the index"), refusal.stderr)
+        XCTAssertTrue(
+            refusal.stderr.contains(
+                "  \(m.a)/\(brought[0]): contents written after the index, of a file the index does not name"),
+            refusal.stderr)
+        XCTAssertEqual(try listing(m.a), before, "a refused command changed the vault directory")
+
+        let ls = try m.w.run(["ls", m.a, "/", "--passphrase-file", m.pw])
+        XCTAssertTrue(ls.stdout.contains("common.txt"), ls.stdout)
+        XCTAssertTrue(ls.stderr.contains("1 blob newer than the index"), ls.stderr)
+        let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
+        XCTAssertTrue(
+            verify.stdout.contains("CONFLICT \(m.a)/\(brought[0]): contents written after the index"), verify.stdout)
+
+        try bringIndex(m)
+        try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw])
+        let out = m.w.root + "/from-b.out"
+        try m.w.run(["get", m.a, "/from-b.txt", out, "--passphrase-file", m.pw])
+        XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "written on B\n")
+        let common = m.w.root + "/common.out"
+        try m.w.run(["get", m.a, "/common.txt", common, "--passphrase-file", m.pw])
+        XCTAssertEqual(try String(contentsOfFile: common, encoding: .utf8), "on both machines\n")
+        try m.w.run(["verify", m.a, "--passphrase-file", m.pw])
+    }
+
+    /// A file's blob replaced by contents its record does not expect (here another file's blob under its
+    /// name, as a sync client brings a blob the other machine rewrote) is newer than the index: writing is
+    /// refused; `verify --repair` keeps that blob whole in lost+found/ and the vault opens again.
+    func testABlobItsRecordDoesNotExpectIsKeptByRepair() throws {
+        let m = try split(
+            changeA: ["ls", "VAULT", "/", "--passphrase-file", "PW"],
+            changeB: ["put", "VAULT", "B_FILE", "/from-b.txt", "--passphrase-file", "PW"])
+        let fm = FileManager.default
+        let original = try fm.subpathsOfDirectory(atPath: m.a + "/blobs").filter { $0.count == 2 + 1 + 30 }
+        XCTAssertEqual(original.count, 1, "A has one blob: \(original)")
+        let newer = try fm.subpathsOfDirectory(atPath: m.b + "/blobs").filter {
+            $0.count == 33 && !fm.fileExists(atPath: m.a + "/blobs/" + $0)
+        }
+        XCTAssertEqual(newer.count, 1, "B made one new blob: \(newer)")
+        let target = m.a + "/blobs/" + original[0]
+        try fm.copyItem(atPath: m.b + "/blobs/" + newer[0], toPath: target + ".part")
+        try fm.removeItem(atPath: target)
+        try fm.moveItem(atPath: target + ".part", toPath: target)
+        let arrived = try Data(contentsOf: URL(fileURLWithPath: target))
+
+        let refusal = try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw], expect: Self.conflictCode)
+        XCTAssertTrue(
+            refusal.stderr.contains(
+                "  \(target): contents of /common.txt written after the index, not the version the index records"),
+            refusal.stderr)
+
+        let repair = try m.w.run(["verify", m.a, "--repair", "--passphrase-file", m.pw], expect: nil)
+        XCTAssertTrue(repair.stderr.contains("Repaired: copied 1 file(s) newer than the index"), repair.stderr)
+        let kept = m.a + "/lost+found/" + original[0].replacingOccurrences(of: "/", with: "") + ".newer-than-index"
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kept)), arrived, "the arrived blob is kept whole")
+        try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw])
+        let ls = try m.w.run(["ls", m.a, "/", "--passphrase-file", m.pw])
+        XCTAssertTrue(ls.stdout.contains("d"), ls.stdout)
     }
 }

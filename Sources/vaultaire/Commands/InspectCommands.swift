@@ -127,7 +127,7 @@ enum VerifyCommand {
         }
         let vault = try VaultAccess.open(
             at: path, master: master.slice(0..<master.count), keychain: keychain, readOnly: !repair,
-            acceptRollback: args.has("accept-rollback"))
+            acceptRollback: args.has("accept-rollback"), settlingNewerBlobs: repair)
         reportOpening(vault, headerWarning: false)
         defer { try? vault.close() }
         var progress: ProgressMeter?
@@ -148,11 +148,22 @@ enum VerifyCommand {
                         + "\(path)/lost+found/ (nothing deleted; README: \"Using a vault in a sync folder\")")
             }
         }
+        // A writable open refuses conflict copies, so what a repair finds is only blobs newer than the
+        // index: those no record names went to lost+found/ above, the others are set aside here.
+        let conflicts = repair ? [] : vault.syncConflicts
+        if repair {
+            let settled = try vault.settleNewerBlobs()
+            if settled > 0 {
+                printError(
+                    "Repaired: copied \(settled) file(s) newer than the index to \(path)/lost+found/ (their "
+                        + "blob ID + .newer-than-index) and marked them to be checked at the next writable open")
+            }
+        }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
             print("DAMAGED \(path): \(reason)")
         }
         if let headerDamage { print("DAMAGED vault.header: \(headerDamage)") }
-        for copy in vault.syncConflicts { print("CONFLICT \(copy.path): \(copy.holds)") }
+        for copy in conflicts { print("CONFLICT \(copy.path): \(copy.holds)") }
         if let weak = WeakKDFWarning.shortfall(vault.header) {
             print("WEAK vault.header: key derivation below the floors: \(weak)")
         }
@@ -162,11 +173,11 @@ enum VerifyCommand {
         )
         // Damage is the graver finding and keeps its code; conflict copies alone have their own.
         if damaged > 0 { throw CLIError.message("\(damaged) item(s) damaged", .damaged) }
-        if !vault.syncConflicts.isEmpty {
+        if !conflicts.isEmpty {
             throw CLIError.message(
-                "the vault was written on two machines at once: \(vault.syncConflicts.count) sync conflict "
-                    + "cop\(vault.syncConflicts.count == 1 ? "y" : "ies") (CONFLICT above); nothing is lost, but "
-                    + "writing is refused until they are resolved (README: \"Using a vault in a sync folder\")",
+                "the vault was written on two machines at once: \(SyncConflictCopy.summary(conflicts)) "
+                    + "(CONFLICT above); nothing is lost, but writing is refused until they are resolved (README: "
+                    + "\"Using a vault in a sync folder\")",
                 .syncConflict)
         }
     }
