@@ -11,7 +11,7 @@ extension UnlockedVault {
     /// Rewrites every file whose blob is of layout 1 or whose content key has made `SealBudget.limit`
     /// seals, skipping files open for writing (and any that change meanwhile: they are left for the
     /// next run). `progress(done, total)` follows the files. Returns how many were rewritten.
-    /// A rewritten file's thumbnail (bound to the old blob ID) is dropped.
+    /// A rewritten file keeps its thumbnails, sealed again for the new blob.
     public func rewriteBlobs(progress: (Int, Int) -> Void = { _, _ in }) throws -> Int {
         try requireWritable()
         let candidates = meta.withLock { s in
@@ -72,6 +72,7 @@ extension UnlockedVault {
             file: file, blobID: newID, inodeID: id, vaultID: header.vaultID, headerKey: keys.fileHeader,
             chunkSizeLog2: chunkSizeLog2, name: "", mimeType: old.mimeType, version: old.contentVersion)
         var holes: [Range<Int>] = []
+        var thumbnail: AnchoredPath?
         do {
             let chunk = blob.chunkSize
             let size = Int(old.size)
@@ -108,8 +109,10 @@ extension UnlockedVault {
             holes = target.holeList
             try blob.sync()
             blob.wipeKeyAfterRewrite()
+            thumbnail = try carryThumbnails(of: old, to: newID)
         } catch {
             try? file.remove()
+            try? thumbnail?.remove()
             throw error
         }
         switched = try meta.withLock { s -> Bool in
@@ -127,6 +130,7 @@ extension UnlockedVault {
         }
         guard switched else {
             try? file.remove()
+            try? thumbnail?.remove()
             return false
         }
         try syncJournal()

@@ -38,6 +38,23 @@ extension UnlockedVault {
             bytes, key: keys.thumbnail, vaultID: header.vaultID, inodeID: id, blobID: node.blobID)
     }
 
+    /// Seals a file's thumbnails again for the blob that is about to replace its current one: a rewrite
+    /// keeps the content, so the thumbnails stay true, and they are bound to the blob ID. Returns the new
+    /// thumbnail file (the caller removes it if the switch does not happen), or nil when the file has
+    /// none or its thumbnail does not authenticate (verify names that one; a rebuild makes a new one).
+    func carryThumbnails(of node: Inode, to newBlobID: [UInt8]) throws -> AnchoredPath? {
+        guard let bytes = try? layout.thumbnailFile(node.blobID).read(limit: Thumbnail.maximumSize + 64),
+            let set = try? Thumbnail.open(
+                bytes, key: keys.thumbnail, vaultID: header.vaultID, inodeID: node.id, blobID: node.blobID)
+        else { return nil }
+        let sealed = try Thumbnail.seal(
+            set, key: keys.thumbnail, vaultID: header.vaultID, inodeID: node.id, blobID: newBlobID)
+        let file = try layout.thumbnailFile(newBlobID)
+        try layout.prepareParent(of: file)
+        try file.replace(with: sealed)
+        return file
+    }
+
     /// Removes a file's thumbnails (none is fine).
     public func removeThumbnails(_ id: UInt64) throws {
         try requireWritable()

@@ -172,6 +172,30 @@ final class ThumbnailTests: MountTestCase {
                 """)
     }
 
+    /// A file rewritten under a new content key (its key past the seal budget, lowered here with
+    /// VAULTAIRE_TEST_SEAL_LIMIT) gets a new blob; its thumbnail, bound to the blob, comes along.
+    func testAFileRewrittenUnderANewKeyKeepsItsThumbnail() throws {
+        try mv.inPrivateNamespace(
+            ThumbnailTests.helpers + """
+                # Noise, so that the PNG spans many chunks (many seals).
+                vips gaussnoise "$ROOT/n.v" 640 480 && vips cast "$ROOT/n.v" "$ROOT/a.png" uchar
+                "$VAULTAIRE" put "$VAULT" "$ROOT/a.png" /a.png --passphrase-file "$PW" --quiet
+                before=$(find "$VAULT/blobs" -type f -printf '%f\\n' | sort)
+                "$VAULTAIRE" thumbnail "$VAULT" /a.png "$ROOT/before.png" --passphrase-file "$PW" \\
+                  || fail "no thumbnail after put"
+                VAULTAIRE_TEST_SEAL_LIMIT=2 "$VAULTAIRE" mkdir "$VAULT" /d --passphrase-file "$PW" || fail "mkdir"
+                after=$(find "$VAULT/blobs" -type f -printf '%f\\n' | sort)
+                [ "$before" != "$after" ] || fail "the file was not rewritten (same blob $after)"
+                "$VAULTAIRE" thumbnail "$VAULT" /a.png "$ROOT/after.png" --passphrase-file "$PW" \\
+                  || fail "the rewrite lost the thumbnail"
+                cmp -s "$ROOT/before.png" "$ROOT/after.png" || fail "the thumbnail changed in the rewrite"
+                [ "$(thumbs_on_disk)" = 1 ] || fail "thumbnail files: $(thumbs_on_disk), expected 1"
+                "$VAULTAIRE" verify "$VAULT" --passphrase-file "$PW" > "$ROOT/verify" 2>&1 || fail "verify: $(cat "$ROOT/verify")"
+                grep -q 'all intact' "$ROOT/verify" || fail "verify: $(cat "$ROOT/verify")"
+                no_plaintext
+                """)
+    }
+
     func testTamperedThumbnailsAreRefusedAndNamedByVerify() throws {
         try mv.inPrivateNamespace(
             ThumbnailTests.helpers + """
