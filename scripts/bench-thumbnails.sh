@@ -2,10 +2,12 @@
 # Thumbnails' cost on the write path it follows (issue 25): `cp` of N photo-sized JPEGs (default 500,
 # about 3 MB each, made here with the vips command) into a fresh mount, once with --no-thumbnails and
 # once with thumbnails, in the same run; then how long until every thumbnail is there, the rate, and
-# the daemon's peak RSS (VmHWM) in each run. Needs root (FUSE) and libvips-tools.
-#   scripts/bench-thumbnails.sh [N]        (VAULTAIRE=path/to/vaultaire to pick a build)
+# the daemon's peak RSS (VmHWM) in each run; ROUNDS rounds (default 3), the order of the two swapped
+# every round, medians reported. Needs root (FUSE) and libvips-tools.
+#   scripts/bench-thumbnails.sh [N] [ROUNDS]    (VAULTAIRE=path/to/vaultaire to pick a build)
 set -euo pipefail
 count="${1:-500}"
+rounds="${2:-3}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${VAULTAIRE:-$here/.build/release/vaultaire}"
 [ -x "$bin" ] || bin="$here/.build/debug/vaultaire"
@@ -71,8 +73,20 @@ run() { # label, mount options…
     printf "%-14s cp %.2f s", l, e - s
     if (m > 0) printf ", all %d thumbnails %.2f s after cp began (%.1f thumbnails/s)", m, d - s, m / (d - s)
     printf ", daemon peak RSS %d MiB\n", r / 1024 }'
-  echo "$label $(awk -v s="$start" -v e="$end" 'BEGIN { print e - s }')" >> "$work/times"
+  awk -v l="$label" -v s="$start" -v e="$end" -v d="$done_at" -v r="$rss" -v m="$made" \
+    'BEGIN { print l, e - s, (m > 0 ? m / (d - s) : 0), r / 1024 }' >> "$work/times"
 }
-run no-thumbnails --no-thumbnails
-run thumbnails
-awk '{ t[$1] = $2 } END { printf "cp with thumbnails / without: %.2f×\n", t["thumbnails"] / t["no-thumbnails"] }' "$work/times"
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then run no-thumbnails --no-thumbnails; run thumbnails
+  else run thumbnails; run no-thumbnails --no-thumbnails; fi
+done
+python3 - "$work/times" "$rounds" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+def med(label, column):
+    return statistics.median(float(r[column]) for r in rows if r[0] == label)
+peak = lambda label: max(float(r[3]) for r in rows if r[0] == label)
+print(f"medians of {sys.argv[2]} rounds: cp {med('no-thumbnails', 1):.2f} s without thumbnails, {med('thumbnails', 1):.2f} s with"
+      f" ({med('thumbnails', 1) / med('no-thumbnails', 1):.2f}×); {med('thumbnails', 2):.1f} thumbnails/s;"
+      f" daemon peak RSS at most {peak('no-thumbnails'):.0f} MiB without, {peak('thumbnails'):.0f} MiB with")
+PY
