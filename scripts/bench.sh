@@ -177,7 +177,7 @@ full_small=$(small_create full)
 "$VAULTAIRE" unmount "$d/mnt" >/dev/null
 s=$(now); VAULTAIRE_ALLOW_WEAK_KDF=1 "$VAULTAIRE" mount "$d/v" "$d/mnt" >/dev/null; e=$(now)
 mount_time=$(elapsed $s $e)
-pid=$(pgrep -f "vaultaire mount $d/v" | head -1)
+pid=$(pgrep -f -- "mount $d/v $d/mnt" | head -1)
 ls -lR "$d/mnt" > /dev/null
 rss=$(awk '/VmHWM/ {print $2/1024 " MB"}' /proc/$pid/status)
 "$VAULTAIRE" unmount "$d/mnt" >/dev/null

@@ -78,10 +78,10 @@ extension UnlockedVault {
     /// is released (close after writing, truncate, `put`): the moment its contents may have changed
     /// for good. Runs on the releasing thread: it must only queue work.
     public func onContentChanged(_ handler: @escaping @Sendable (UInt64) -> Void) {
-        contentObserver.withLock { $0 = handler }
+        contentObserver.set(handler)
     }
 
-    func contentChanged(_ id: UInt64) { contentObserver.withLock { $0 }?(id) }
+    func contentChanged(_ id: UInt64) { contentObserver.call(id) }
 
     /// The whole contents of a regular file of at most `limit` bytes, in secure memory (wiped when
     /// released), with the record as it was when reading began. Throws EFBIG beyond `limit`.

@@ -23,9 +23,9 @@ public final class UnlockedVault: @unchecked Sendable {
     /// What opening repaired or noticed, one line each (set during init only).
     public private(set) var notices: [String] = []
     /// Where the engine reports what it could not do while serving (see `onReport`).
-    private let reporter = Guarded<((String) -> Void)?>(nil)
+    private let reporter = Handler<String>()
     /// Told of files whose contents may have changed (`onContentChanged`; the thumbnailer).
-    let contentObserver = Guarded<(@Sendable (UInt64) -> Void)?>(nil)
+    let contentObserver = Handler<UInt64>()
     /// Conflict copies a sync client left beside the vault's files, and blobs newer than the index
     /// that it does not account for (found at a read-only open, or one settling newer blobs; any
     /// other writable open refuses with `SyncConflictError`). Set during init only.
@@ -130,9 +130,9 @@ public final class UnlockedVault: @unchecked Sendable {
 
     /// Sends what the engine could not do while serving (a save that failed, data that failed
     /// authentication) to `handler`; the mount passes its log.
-    public func onReport(_ handler: @escaping (String) -> Void) { reporter.withLock { $0 = handler } }
+    public func onReport(_ handler: @escaping (String) -> Void) { reporter.set(handler) }
 
-    func report(_ message: String) { reporter.withLock { $0 }?(message) }
+    func report(_ message: String) { reporter.call(message) }
 
     /// Whether the vault has been locked (keys wiped).
     public var isClosed: Bool { meta.withLock { $0.isClosed } }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import VaultFormat
 import VaultSystem
@@ -47,6 +48,34 @@ final class ThumbnailStoreTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0 }, [a.id], "a read-only release reports nothing")
         try v.setSize(a.id, to: 0)
         XCTAssertEqual(seen.withLock { $0 }, [a.id, a.id], "truncate reports")
+        try v.close()
+    }
+
+    /// Storing the handler where it was reached through an `inout` generic accessor wrapped it in two
+    /// reabstraction thunks at every notice, so the ten-thousandth release of a written file ran
+    /// twenty thousand nested calls: creates slowed with the number of files written since mount
+    /// and the daemon's stack would have overflowed in the end. Notices on a thread with a small stack
+    /// must keep working however many came before.
+    func testTheContentHandlerStaysOneCallDeepAfterManyNotices() throws {
+        let tv = try TestVault()
+        let v = try tv.open()
+        let count = Guarded(0)
+        v.onContentChanged { _ in count.withLock { $0 += 1 } }
+        v.onReport { _ in count.withLock { $0 += 1 } }
+        let notices = 100_000
+        let done = DispatchSemaphore(value: 0)
+        // 256 KiB holds a few thousand nested thunks, far fewer than the notices sent.
+        let thread = Thread {
+            for i in 0..<notices {
+                v.contentChanged(UInt64(i))
+                v.report("notice")
+            }
+            done.signal()
+        }
+        thread.stackSize = 256 << 10
+        thread.start()
+        done.wait()
+        XCTAssertEqual(count.withLock { $0 }, 2 * notices)
         try v.close()
     }
 
