@@ -82,43 +82,65 @@ extension UnlockedVault {
 
     /// Settles the blobs newer than the index that records name (`verify --repair`): each is copied,
     /// whole, to `lost+found/<blob ID>.newer-than-index` in the vault directory (the other machine's
-    /// version of the file, which only that machine's index can name), and its record is marked
-    /// `needsCheck`, so that the next writable open keeps what of the blob authenticates under the
-    /// record, as after a crash. The journal written here is newer than those blobs: the index now
-    /// accounts for them. Blobs no record names are left to the stray repair. Returns how many were set aside.
-    public func settleNewerBlobs() throws -> Int {
+    /// version of the file, which only that machine's index can name), then its record is marked
+    /// `needsCheck` durably and repaired at once as after a crash: the file keeps what of the blob
+    /// authenticates under the record (nothing, when the blob is another version altogether). A record
+    /// whose repair fails keeps its mark, so the next writable open tries again. The journal written here
+    /// is newer than those blobs: the index now accounts for them. Blobs no record names are left to the
+    /// stray repair. Returns how many were set aside, and a notice for each file that lost data.
+    public func settleNewerBlobs() throws -> (settled: Int, notices: [String]) {
         try requireWritable()
         let ids = syncConflicts.filter { $0.kind == .newerThanIndex && $0.named }.compactMap(\.blobID)
-        guard !ids.isEmpty else { return 0 }
+        guard !ids.isEmpty else { return (0, []) }
         let lostAndFound = try layout.directory().file("lost+found")
         if try !lostAndFound.exists() { try lostAndFound.makeDirectory() }
-        var changes: [IndexChange] = []
+        var marked: [Inode] = []
         for id in ids {
             let destination = lostAndFound.appending(id.hex + ".newer-than-index")
             if try !destination.exists() { try UnlockedVault.copyWhole(try layout.blobFile(id), to: destination) }
             guard var node = meta.withLock({ s in s.index.inodes.values.first { $0.blobID == id } }) else { continue }
             node.needsCheck = true
-            changes.append(.putInode(node))
+            marked.append(node)
         }
         try lostAndFound.sync()
-        try meta.withLock { try $0.commit(changes) }
+        // The mark is durable before the blob is touched: a crash during the repair leaves it to the next open.
+        try meta.withLock { try $0.commit(marked.map { .putInode($0) }) }
         try syncJournal()
-        return ids.count
+        var notices: [String] = []
+        var repaired: [IndexChange] = []
+        for var node in marked {
+            do {
+                if let lost = try reconcile(&node) { notices.append(lost) }
+            } catch {
+                notices.append("file \(node.id) could not be repaired: \(error)")
+                meta.withLock { _ = $0.unrepaired.insert(node.id) }
+                continue
+            }
+            node.needsCheck = false
+            repaired.append(.putInode(node))
+        }
+        if !repaired.isEmpty {
+            try syncBackingStore()
+            try meta.withLock { try $0.commit(repaired) }
+            try syncJournal()
+        }
+        return (ids.count, notices)
     }
 
-    /// Copies `source` to a new file `destination` (created exclusively), durable once this returns.
+    /// Copies `source` to a new file `destination` through a temporary beside it, renamed into place
+    /// once whole and durable: an interrupted copy never leaves a partial file under the final name.
     static func copyWhole(_ source: AnchoredPath, to destination: AnchoredPath) throws {
         let from = try source.open(flags: O_RDONLY)
-        let to = try destination.createExclusive()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset = 0
-        while true {
-            let n = try buffer.withUnsafeMutableBytes { try from.read(into: $0, at: offset) }
-            guard n > 0 else { break }
-            try to.write(Array(buffer[0..<n]), at: offset)
-            offset += n
+        try destination.replace { to in
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset = 0
+            while true {
+                let n = try buffer.withUnsafeMutableBytes { try from.read(into: $0, at: offset) }
+                guard n > 0 else { break }
+                try to.write(Array(buffer[0..<n]), at: offset)
+                offset += n
+            }
         }
-        try to.sync()
     }
 
     /// The index on disk, read without changing anything (for a refusal before the vault is opened);

@@ -343,6 +343,12 @@ extension SyncConflictTests {
         XCTAssertTrue(repair.stderr.contains("Repaired: copied 1 file(s) newer than the index"), repair.stderr)
         let kept = m.a + "/lost+found/" + original[0].replacingOccurrences(of: "/", with: "") + ".newer-than-index"
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kept)), arrived, "the arrived blob is kept whole")
+        // The repair leaves nothing for the next open to find: the record and its blob agree again.
+        let check = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: nil)
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        let out = m.w.root + "/common-after-repair.txt"
+        let get = try m.w.run(["get", m.a, "/common.txt", out, "--passphrase-file", m.pw], expect: nil)
+        XCTAssertEqual(get.status, 0, get.stderr)
         try m.w.run(["mkdir", m.a, "/d", "--passphrase-file", m.pw])
         let ls = try m.w.run(["ls", m.a, "/", "--passphrase-file", m.pw])
         XCTAssertTrue(ls.stdout.contains("d"), ls.stdout)

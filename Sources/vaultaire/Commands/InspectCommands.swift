@@ -152,11 +152,12 @@ enum VerifyCommand {
         // index: those no record names went to lost+found/ above, the others are set aside here.
         let conflicts = repair ? [] : vault.syncConflicts
         if repair {
-            let settled = try vault.settleNewerBlobs()
+            let (settled, lost) = try vault.settleNewerBlobs()
+            for notice in lost { printError("Notice: \(notice)") }
             if settled > 0 {
                 printError(
                     "Repaired: copied \(settled) file(s) newer than the index to \(path)/lost+found/ (their "
-                        + "blob ID + .newer-than-index) and marked them to be checked at the next writable open")
+                        + "blob ID + .newer-than-index); each file keeps what of it matches the index")
             }
         }
         for (path, reason) in report.damaged.sorted(by: { $0.path < $1.path }) {
