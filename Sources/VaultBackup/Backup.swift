@@ -12,6 +12,10 @@ public enum Backup {
         public var snapshot: UInt64 = 0
         public var files: UInt64 = 0
         public var fileBytes: UInt64 = 0
+        /// Vault files (index, blobs, thumbnails) in the snapshot, and how many of them were read: the
+        /// others were unchanged since the last backup on this device.
+        public var vaultFiles = 0
+        public var vaultFilesRead = 0
         /// Objects (and their bytes) this run uploaded, manifest and backup header not counted.
         public var objectsUploaded = 0
         public var bytesUploaded: UInt64 = 0
@@ -62,6 +66,11 @@ public enum Backup {
         summary.snapshot = id
 
         let staging = try Staging(what: "backup")
+        var cache = try HashCache(vaultID: header.vaultID, master: master)
+        var fresh: [String: HashCache.Entry] = [:]
+        var started = timespec()
+        clock_gettime(CLOCK_REALTIME, &started)
+        let startedAt = Int64(started.tv_sec) * 1_000_000_000 + Int64(started.tv_nsec)
         var manifest = Manifest(
             vaultID: header.vaultID, id: id, headerHash: headerHash, created: 0, generation: 0,
             files: 0, fileBytes: 0, entries: [])
@@ -79,12 +88,19 @@ public enum Backup {
             manifest.created = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
 
             let paths = try VaultFiles.list(layout)
+            let hashed = try VaultFiles.hash(paths, under: layout.root, cache: cache) { n in
+                status("reading the vault: \(n)/\(paths.count) files")
+            }
             var toUpload: [String] = []
+            var linked: [String] = []
             var staged = Set<String>()
-            var buffer: [UInt8] = []
-            for (n, p) in paths.enumerated() {
-                if n % 64 == 0 { status("reading the vault: \(n)/\(paths.count) files") }
-                let (hash, size) = try VaultFiles.hash(layout.root + "/" + p, buffer: &buffer)
+            summary.vaultFiles = paths.count
+            summary.vaultFilesRead = hashed.filter { !$0.cached }.count
+            for (p, file) in zip(paths, hashed) {
+                if let stamp = file.stamp, HashCache.isSettled(stamp, started: startedAt) {
+                    fresh[p] = HashCache.Entry(stamp: stamp, hash: file.hash)
+                }
+                let (hash, size) = (file.hash, file.size)
                 manifest.entries.append(Manifest.Entry(path: p, size: size, hash: hash))
                 let object = BackupFormat.objectPath(hash)
                 // Present only whole: an object of another size is what an interrupted upload left, and is
@@ -95,6 +111,7 @@ public enum Backup {
                 }
                 guard staged.insert(object).inserted else { continue }
                 try staging.link("upload/" + object, to: layout.root + "/" + p)
+                linked.append(p)
                 toUpload.append(object)
                 summary.objectsUploaded += 1
                 summary.bytesUploaded += size
@@ -109,6 +126,27 @@ public enum Backup {
                 // rclone reads the vault's files (through the links) while the lock is still held.
                 try rclone.upload(
                     from: staging.path + "/upload", listFile: try staging.writeList("upload.list", toUpload))
+                staging.remove("upload")
+                // Linking a file into the staging directory and unlinking it there changed its ctime:
+                // the stamps the next run compares are taken again now, still under the lock (no
+                // writer of the vault's can run). A file whose size or modification time moved
+                // meanwhile is not cached.
+                for p in linked {
+                    guard let before = fresh[p]?.stamp else { continue }
+                    var st = stat()
+                    guard fstatat(AT_FDCWD, layout.root + "/" + p, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                        fresh[p] = nil
+                        continue
+                    }
+                    let now = HashCache.Stamp(st)
+                    if (now.device, now.inode, now.size, now.modified) == (
+                        before.device, before.inode, before.size, before.modified
+                    ) {
+                        fresh[p]?.stamp = now
+                    } else {
+                        fresh[p] = nil
+                    }
+                }
             }
         }
         manifest.entries.sort { $0.path < $1.path }
@@ -124,6 +162,9 @@ public enum Backup {
             from: staging.path + "/manifest",
             listFile: try staging.writeList("manifest.list", [BackupFormat.snapshotPath(id)]))
         try seen.record(id, vaultID: header.vaultID, remote: rclone.remote)
+        // Only after the snapshot is whole: the next run trusts these hashes.
+        cache.replace(with: fresh)
+        do { try cache.save() } catch { notice("could not keep the hashes of this backup for the next one: \(error)") }
 
         try prune(
             remote: remote, kept: Array(kept.suffix(keep - 1)) + [manifest], all: existing + [id], staging: staging,

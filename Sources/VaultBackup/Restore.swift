@@ -66,20 +66,21 @@ public enum Restore {
         }
         status("downloading \(objects.count) objects")
         try remote.fetch(objects, into: directory)
+        for object in objects where !FileSystem.exists(directory + "/" + object) {
+            throw remote.damaged("\(object) could not be downloaded")
+        }
+        let hashed = try VaultFiles.hash(objects, under: directory, cache: nil) { n in
+            status("checking \(n)/\(objects.count) objects")
+        }
+        var found: [String: VaultFiles.Hashed] = [:]
+        for (object, h) in zip(objects, hashed) { found[object] = h }
         var total: UInt64 = 0
-        var buffer: [UInt8] = []
-        for (n, e) in manifest.entries.enumerated() {
-            if n % 64 == 0 { status("checking \(n)/\(manifest.entries.count) objects") }
+        for e in manifest.entries {
             let object = BackupFormat.objectPath(e.hash)
-            let local = directory + "/" + object
-            guard FileSystem.exists(local) else {
-                throw remote.damaged("\(object) (\(e.path)) could not be downloaded")
-            }
-            let (hash, size) = try VaultFiles.hash(local, buffer: &buffer)
-            guard hash == e.hash, size == e.size else {
+            guard let h = found[object], h.hash == e.hash, h.size == e.size else {
                 throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash")
             }
-            total += size
+            total += h.size
         }
         return total
     }
@@ -159,7 +160,19 @@ public enum Restore {
         var summary = Summary(
             snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
             objects: manifest.entries.count)
-        summary.objectBytes = try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status)
+        // This device's slot costs a PBKDF2 at the backup's cost: made on the other core while the
+        // objects download and are checked.
+        let deviceSalt = try keychain.deviceSalt(create: true)
+        let hostName = FileSystem.hostName
+        let (objectBytes, vaultHeader) = try SideBySide.run(
+            { try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status) },
+            {
+                try header.vaultHeader.restored(
+                    master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt,
+                    name: hostName, iterations: Int(header.vaultHeader.legacyBackup?.iterations ?? 0),
+                    now: Int64(time(nil)))
+            })
+        summary.objectBytes = objectBytes
 
         status("writing the vault")
         let layout = VaultLayout(root: target)
@@ -180,10 +193,6 @@ public enum Restore {
                 placed[object] = destination
             }
         }
-        let vaultHeader = try header.vaultHeader.restored(
-            master: master, credential: credential, pattern: pattern, deviceSalt: try keychain.deviceSalt(create: true),
-            name: FileSystem.hostName, iterations: Int(header.vaultHeader.legacyBackup?.iterations ?? 0),
-            now: Int64(time(nil)))
         try FileSystem.syncFileSystem(containing: layout.root)
         // The header last, as `init` does: a directory without it is not (yet) a vault. (Written as a
         // temporary created O_EXCL beside it, synced, renamed.)

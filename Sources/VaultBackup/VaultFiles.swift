@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import VaultCrypto
 import VaultFormat
@@ -23,10 +24,57 @@ enum VaultFiles {
         return paths
     }
 
-    /// SHA-256 and size of a file, read in pieces of up to 1 MiB through one buffer that callers
-    /// reuse across files (O_NOFOLLOW: a vault file is never a link).
-    static func hash(_ path: String, buffer: inout [UInt8]) throws -> (hash: [UInt8], size: UInt64) {
+    struct Hashed {
+        var hash: [UInt8]
+        var size: UInt64
+        /// The file's stamp, when it did not change while it was read (nil: not to be cached).
+        var stamp: HashCache.Stamp?
+        /// Whether the hash came from the cache (the file was not read).
+        var cached = false
+    }
+
+    /// SHA-256 and size of each of `paths` (relative to `root`): from `cache` where the file's
+    /// stamp is unchanged, else read, on two threads (hashing is the CPU work; rclone waits for it).
+    static func hash(
+        _ paths: [String], under root: String, cache: HashCache?, progress: (Int) -> Void
+    ) throws
+        -> [Hashed]
+    {
+        final class Results: @unchecked Sendable {  // each worker writes only its own indices
+            var hashed: [Hashed?]
+            var failures: [Error?] = [nil, nil]
+            init(_ n: Int) { hashed = [Hashed?](repeating: nil, count: n) }
+        }
+        let results = Results(paths.count)
+        // Batches, so that progress is reported between them from this thread.
+        let batch = 512
+        for start in stride(from: 0, to: paths.count, by: batch) {
+            progress(start)
+            let end = min(start + batch, paths.count)
+            DispatchQueue.concurrentPerform(iterations: 2) { worker in
+                var buffer: [UInt8] = []
+                do {
+                    for i in stride(from: start + worker, to: end, by: 2) {
+                        results.hashed[i] = try hash(
+                            root + "/" + paths[i], cache: cache, key: paths[i], buffer: &buffer)
+                    }
+                } catch {
+                    results.failures[worker] = error
+                }
+            }
+            if let e = results.failures[0] ?? results.failures[1] { throw e }
+        }
+        return results.hashed.map { $0! }
+    }
+
+    /// SHA-256 and size of a file, from `cache` under `key` when its stamp is unchanged, else read in
+    /// pieces of up to 1 MiB through `buffer` (reused across files; O_NOFOLLOW: a vault file is never a link).
+    static func hash(_ path: String, cache: HashCache?, key: String, buffer: inout [UInt8]) throws -> Hashed {
         let fd = try FileDescriptor(path: path, flags: O_RDONLY | O_NOFOLLOW)
+        let before = try stamp(fd)
+        if let known = cache?.hash(of: key, stamp: before) {
+            return Hashed(hash: known, size: before.size, stamp: before, cached: true)
+        }
         let stream = try SHA256Stream()
         if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: 1 << 20) }
         var offset = 0
@@ -35,8 +83,16 @@ enum VaultFiles {
             if n == 0 { break }
             try buffer.withUnsafeBytes { try stream.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += n
-            if n < buffer.count { break }
+            // A short read at the size the file had is its end: no further read to learn so.
+            if n < buffer.count && UInt64(offset) >= before.size { break }
         }
-        return (try stream.finish(), UInt64(offset))
+        let after = try stamp(fd)
+        return Hashed(hash: try stream.finish(), size: UInt64(offset), stamp: after == before ? after : nil)
+    }
+
+    private static func stamp(_ fd: FileDescriptor) throws -> HashCache.Stamp {
+        var st = stat()
+        try retryingEINTR("fstat", path: fd.path) { fstat(fd.rawValue, &st) }
+        return HashCache.Stamp(st)
     }
 }

@@ -246,6 +246,17 @@ public struct VaultHeader: Equatable {
     ) throws
         -> BackupEnvelope
     {
+        try makeBackupEnvelope(
+            master: master, backupKey: try backupKey(credential: credential, iterations: iterations),
+            iterations: iterations)
+    }
+
+    /// The backup envelope sealed under a backup key already derived (`backupKey`) at `iterations`.
+    public func makeBackupEnvelope(
+        master: SecureBytes, backupKey key: SecureBytes, iterations: Int
+    ) throws
+        -> BackupEnvelope
+    {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "backup KDF")
         var label = ByteWriter()
         label.raw(Array(VaultHeader.backupNonceLabel.utf8))
@@ -253,7 +264,6 @@ public struct VaultHeader: Equatable {
         let nonceKey = try KeyDerivation.subkey(of: master, label: VaultHeader.backupNonceLabel)
         let nonce = Array(try Digest.hmacSHA256(key: nonceKey, message: label.bytes)[0..<12])
         var envelope = BackupEnvelope(iterations: UInt32(iterations), nonce: nonce, sealed: [])
-        let key = try backupKey(credential: credential, iterations: iterations)
         envelope.sealed = try AESGCM.sealSecret(
             master, using: key, nonce: envelope.nonce, authenticating: backupAAD(envelope))
         return envelope
@@ -286,7 +296,7 @@ public struct VaultHeader: Equatable {
     }
 
     /// Backup key = PBKDF2-HMAC-SHA512(credential, SHA-512(label ‖ vault ID)[0..<32], iterations).
-    func backupKey(credential: Credential, iterations: Int) throws -> SecureBytes {
+    public func backupKey(credential: Credential, iterations: Int) throws -> SecureBytes {
         let salt = Array(try Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
         return try PBKDF2.deriveSHA512(password: credential.secret, salt: salt, iterations: iterations)
     }
