@@ -91,8 +91,9 @@ for r in $(seq 1 "$ROUNDS"); do
     touch "$W/marker"; sleep 1
     R[changed,$kind,$r]=$(timed "${BACKUP[@]}" "$VAULT" "$(remote $kind bk)")
     if [ "$kind" = local ]; then
-      R[changedbytes,$kind,$r]=$(find "$W/remote/bk" -type f -newer "$W/marker" -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-      R[changedobjects,$kind,$r]=$(find "$W/remote/bk" -type f -newer "$W/marker" | wc -l)
+      # By ctime: rclone gives each object its source's modification time.
+      R[changedbytes,$kind,$r]=$(find "$W/remote/bk" -type f -cnewer "$W/marker" -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+      R[changedobjects,$kind,$r]=$(find "$W/remote/bk" -type f -cnewer "$W/marker" | wc -l)
     fi
     R[rcloneback,$kind,$r]=$(timed rclone copy "$(remote $kind copy)" "$W/back-copy")
     # A new machine: an empty keychain, the passphrase alone.
@@ -122,4 +123,4 @@ echo "| rclone copy back, s | $M_rcloneback_local | $M_rcloneback_sftp |"
 echo "| restore (new keychain, passphrase alone, every object verified), s | $M_restore_local | $M_restore_sftp |"
 echo "| restore ÷ rclone copy back | $(ratio "$M_restore_local" "$M_rcloneback_local") | $(ratio "$M_restore_sftp" "$M_rcloneback_sftp") |"
 echo
-echo "After one 100,000-byte file changed, the backup wrote $(med changedobjects local) objects of $(med changedbytes local) bytes in all to the local remote."
+echo "After one 100,000-byte file changed, the backup wrote $(med changedobjects local) files of $(med changedbytes local) bytes in all to the local remote (objects and the manifest)."
