@@ -92,7 +92,6 @@ public enum Backup {
                 status("reading the vault: \(n)/\(paths.count) files")
             }
             var toUpload: [String] = []
-            var linked: [String] = []
             var staged = Set<String>()
             summary.vaultFiles = paths.count
             summary.vaultFilesRead = hashed.filter { !$0.cached }.count
@@ -111,7 +110,6 @@ public enum Backup {
                 }
                 guard staged.insert(object).inserted else { continue }
                 try staging.link("upload/" + object, to: layout.root + "/" + p)
-                linked.append(p)
                 toUpload.append(object)
                 summary.objectsUploaded += 1
                 summary.bytesUploaded += size
@@ -126,27 +124,6 @@ public enum Backup {
                 // rclone reads the vault's files (through the links) while the lock is still held.
                 try rclone.upload(
                     from: staging.path + "/upload", listFile: try staging.writeList("upload.list", toUpload))
-                staging.remove("upload")
-                // Linking a file into the staging directory and unlinking it there changed its ctime:
-                // the stamps the next run compares are taken again now, still under the lock (no
-                // writer of the vault's can run). A file whose size or modification time moved
-                // meanwhile is not cached.
-                for p in linked {
-                    guard let before = fresh[p]?.stamp else { continue }
-                    var st = stat()
-                    guard fstatat(AT_FDCWD, layout.root + "/" + p, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-                        fresh[p] = nil
-                        continue
-                    }
-                    let now = HashCache.Stamp(st)
-                    if (now.device, now.inode, now.size, now.modified) == (
-                        before.device, before.inode, before.size, before.modified
-                    ) {
-                        fresh[p]?.stamp = now
-                    } else {
-                        fresh[p] = nil
-                    }
-                }
             }
         }
         manifest.entries.sort { $0.path < $1.path }

@@ -42,13 +42,12 @@ public final class Staging {
         return path + "/" + name
     }
 
-    /// A hard link `relative` to `target` (no new inode to allocate, so thousands cost little), or a
-    /// symbolic link where a hard link cannot be made (another filesystem), so rclone uploads the
-    /// target under this name. linkat without AT_SYMLINK_FOLLOW links a symbolic link itself, never
-    /// what it points to.
+    /// A symbolic link `relative` → `target`, so rclone uploads the target under this name. Not a hard
+    /// link: linking and unlinking a vault file would move its ctime, which the hash cache relies on to
+    /// see a file changed behind its back, and a backup killed midway would leave links that keep
+    /// deleted blobs on disk.
     public func link(_ relative: String, to target: String) throws {
         try makeParents(of: relative)
-        if linkat(AT_FDCWD, target, AT_FDCWD, path + "/" + relative, 0) == 0 { return }
         guard symlink(target, path + "/" + relative) == 0 else {
             throw SystemError(errno: errno, operation: "symlink", path: path + "/" + relative)
         }
@@ -61,9 +60,6 @@ public final class Staging {
             try FileSystem.makeDirectory(dir)
         }
     }
-
-    /// Removes `relative` and everything under it now, rather than when the staging directory goes.
-    public func remove(_ relative: String) { Staging.removeTree(path + "/" + relative) }
 
     /// Removes a directory tree without following symbolic links.
     static func removeTree(_ root: String) {
