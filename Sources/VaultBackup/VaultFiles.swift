@@ -40,10 +40,22 @@ enum VaultFiles {
     ) throws
         -> [Hashed]
     {
-        final class Results: @unchecked Sendable {  // each worker writes only its own indices
-            var hashed: [Hashed?]
-            var failures: [Error?] = [nil, nil]
-            init(_ n: Int) { hashed = [Hashed?](repeating: nil, count: n) }
+        // Storage allocated before the threads start: each worker writes only its own slots through
+        // the pointers (never the array or the class's properties themselves), read after both end.
+        final class Results: @unchecked Sendable {
+            let hashed: UnsafeMutableBufferPointer<Hashed?>
+            let failures = UnsafeMutableBufferPointer<Error?>.allocate(capacity: 2)
+            init(_ n: Int) {
+                hashed = .allocate(capacity: n)
+                hashed.initialize(repeating: nil)
+                failures.initialize(repeating: nil)
+            }
+            deinit {
+                hashed.deinitialize()
+                hashed.deallocate()
+                failures.deinitialize()
+                failures.deallocate()
+            }
         }
         let results = Results(paths.count)
         // Batches, so that progress is reported between them from this thread.
