@@ -200,3 +200,10 @@ echo "| mount without KDF (remembered key), $SCALE files | $mount_time s |"
 echo "| mount process peak RSS after ls -lR of $SCALE files | $rss |"
 echo "| unlock + mount, credential through the KDF (600,000 iterations), empty vault | $kdf_mount s |"
 echo "| unlock + mount, remembered key (no KDF), empty vault | $nokdf_mount s |"
+
+# Disk use of the same trees in each target (sizes, not speeds: one run). BENCH_DISK=0 leaves it out.
+if [ "${BENCH_DISK:-1}" != 0 ]; then
+  echo
+  echo "Disk use:"
+  scripts/bench-disk.sh 20000 "$SEQ_MB"
+fi

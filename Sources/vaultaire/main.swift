@@ -32,7 +32,6 @@ let overview = """
 
     USAGE: vaultaire <command> [options]
            vaultaire <vault> <mountpoint> -o <options>   (the form mount.fuse3 runs; see 'vaultaire help mount')
-           vaultaire <vault> <mountpoint> -o <options>   (as mount.fuse3 runs it: see 'vaultaire help mount')
 
     COMMANDS:
     \(commands.map { "  \($0.spec.name.padding(12))\($0.spec.overview)" }.joined(separator: "\n"))

@@ -10,7 +10,7 @@ final class DocumentationTests: XCTestCase {
         .deletingLastPathComponent().path
     let commands = [
         "init", "mount", "unmount", "status", "passwd", "recover", "forget", "info", "verify", "ls", "put", "get",
-        "rm", "mkdir", "kdf-bench", "version",
+        "rm", "mkdir", "kdf-bench", "version", "device", "upgrade", "backup", "restore", "thumbnail", "thumbnails",
     ]
 
     /// XCTest keeps every test case object until the run ends: let go of the world (and its
@@ -90,6 +90,20 @@ final class DocumentationTests: XCTestCase {
         }
         for code in ["9", "12", "21", "64"] {
             XCTAssertTrue(flat.contains("EXIT STATUS") && flat.contains(" \(code) "), code)
+        }
+    }
+
+    /// The overview names every command this test knows, and says nothing twice.
+    func testOverviewListsEachCommandOnce() throws {
+        let lines = try w.run(["help"]).stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        // A line's words before any parenthesis: two usage lines for the same form differ only after it.
+        let heads = lines.map {
+            String($0.split(separator: "(", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
+        }
+        XCTAssertEqual(heads.count, Set(heads).count, "a line printed twice: \(heads)")
+        for command in commands {
+            XCTAssertEqual(lines.filter { $0.hasPrefix(command + " ") }.count, 1, "overview line for \(command)")
         }
     }
 
