@@ -95,10 +95,11 @@ public final class UnlockedVault: @unchecked Sendable {
         if !readOnly && header.version < VaultHeader.formatVersion { try upgradeFormat(master: master) }
     }
 
-    /// Migrates a version-1 vault in place: first the header (one atomic rename; the old header stays
-    /// until the new one is durable), then the index (a compaction writes the current snapshot
-    /// version and an empty journal, also atomically). A crash between the two leaves a version-2
-    /// header beside a version-1 index, which opens, and the next writable open compacts again.
+    /// Migrates a version-1 vault's header in place (one atomic rename; the old header stays until the
+    /// new one is durable). The index was migrated already, when it was loaded for writing; a crash
+    /// between the two leaves a version-1 header beside a version-2 index, which opens, and the next
+    /// writable open does this step. The compaction after it changes nothing today; it keeps the
+    /// vault whole should the index ever be migrated here instead (docs/FORMAT.md, "Versioning").
     /// Blobs keep their layout until they are rewritten (`vaultaire upgrade --compact`).
     private func upgradeFormat(master: SecureBytes) throws {
         var upgraded = header

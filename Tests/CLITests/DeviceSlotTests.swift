@@ -60,6 +60,45 @@ final class DeviceSlotTests: XCTestCase {
         XCTAssertEqual(try w.run(["device", "list", vault]).stdout.split(separator: "\n").count, 2)
     }
 
+    /// A slot made without --device-name is named after the host and dated today; a slot is removed
+    /// by its salt ID as well as by its name.
+    func testSlotsAreNamedDatedAndRemovableBySaltID() throws {
+        let w = try CLIWorld()
+        let pwA = w.file("pw", "correct horse battery\n")
+        let vault = w.root + "/vault"
+        let phrase = w.root + "/phrase.txt"
+        try w.run([
+            "init", vault, "--passphrase-file", pwA, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+            "--recovery-phrase-out", phrase,
+        ])
+        let b = machineB(w)
+        let pwB = w.file("pw-b", "the desktop's own passphrase\n")
+        try w.run(
+            [
+                "recover", vault, "--recovery-phrase-file", phrase, "--new-passphrase-file", pwB, "--device-name",
+                "desktop",
+            ],
+            environment: b)
+        let rows = try w.run(["device", "list", vault]).stdout.split(separator: "\n").dropFirst().map {
+            $0.split(separator: " ").map(String.init)
+        }
+        XCTAssertEqual(rows.count, 2)
+        var name = [CChar](repeating: 0, count: 256)
+        XCTAssertEqual(gethostname(&name, name.count), 0)
+        let host = String(cString: name)
+        XCTAssertEqual(rows.first?.dropFirst().first, host, "\(rows)")  // after the "*" of this machine
+        let today = ISO8601DateFormatter.string(
+            from: Date(), timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
+        XCTAssertTrue(rows.allSatisfy { $0.contains(today) }, "\(rows)")
+        let desktop = try XCTUnwrap(rows.first { $0.first == "desktop" })
+        let saltID = desktop[1]
+        XCTAssertEqual(saltID.count, 16, "\(desktop)")
+        let removed = try w.run(["device", "remove", vault, saltID, "--passphrase-file", pwA])
+        XCTAssertTrue(removed.stdout.contains("desktop"), removed.stdout)
+        try w.run(["ls", vault, "--passphrase-file", pwB], environment: b, expect: 16)
+        XCTAssertEqual(try w.run(["device", "list", vault]).stdout.split(separator: "\n").count, 2)
+    }
+
     /// The way a sync folder is used: one machine at a time, the directory copied over between uses.
     /// After B's one enrolment neither machine needs `recover` again.
     func testOneMachineAtATimeThroughCopies() throws {

@@ -122,7 +122,26 @@ final class MigrationTests: XCTestCase {
         let old = try fixtureCopy(w, "old")
         let new = try fixtureCopy(w, "new")
         try w.run(["upgrade", new, "--passphrase-file", pw])
+        // The order the migration writes in: the index as it is loaded for writing, then the header.
         let states: [(String, [(from: String, to: String)])] = [
+            ("the old header, the new snapshot as a temporary", [(new + "/index/snapshot", "index/snapshot.tmp")]),
+            ("the old header, the new snapshot beside the old journal", [(new + "/index/snapshot", "index/snapshot")]),
+            (
+                "the old header, the new snapshot, the new journal as a temporary",
+                [(new + "/index/snapshot", "index/snapshot"), (new + "/index/journal", "index/journal.tmp")]
+            ),
+            (
+                "the old header beside the new index",
+                [(new + "/index/snapshot", "index/snapshot"), (new + "/index/journal", "index/journal")]
+            ),
+            (
+                "the new index, the new header as a temporary",
+                [
+                    (new + "/index/snapshot", "index/snapshot"), (new + "/index/journal", "index/journal"),
+                    (new + "/vault.header", "vault.header.tmp"),
+                ]
+            ),
+            // States of an earlier build of this version, which wrote the header first.
             ("the new header written as a temporary", [(new + "/vault.header", "vault.header.tmp")]),
             ("the new header in place, the index not yet compacted", [(new + "/vault.header", "vault.header")]),
             (
@@ -147,6 +166,7 @@ final class MigrationTests: XCTestCase {
             XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2, state)
             XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/vault.header.tmp"), state)
             XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/index/snapshot.tmp"), state)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/index/journal.tmp"), state)
             try assertFixtureFiles(w, vault, pw)
         }
     }
