@@ -7,15 +7,22 @@ final class DeviceSlotTests: XCTestCase {
     /// Machine B's environment: its own keychain.
     func machineB(_ w: CLIWorld) -> [String: String] { ["XDG_DATA_HOME": w.root + "/data-b"] }
 
-    func testTwoMachinesEachWithASlot() throws {
-        let w = try CLIWorld()
+    /// A new vault made on machine A: its path, A's passphrase file and the recovery phrase's file.
+    func newVault(_ w: CLIWorld, deviceName: String? = nil) throws -> (vault: String, pwA: String, phrase: String) {
         let pwA = w.file("pw", "correct horse battery\n")
         let vault = w.root + "/vault"
         let phrase = w.root + "/phrase.txt"
-        try w.run([
-            "init", vault, "--passphrase-file", pwA, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-            "--recovery-phrase-out", phrase, "--device-name", "laptop",
-        ])
+        try w.run(
+            [
+                "init", vault, "--passphrase-file", pwA, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
+                "--recovery-phrase-out", phrase,
+            ] + (deviceName.map { ["--device-name", $0] } ?? []))
+        return (vault, pwA, phrase)
+    }
+
+    func testTwoMachinesEachWithASlot() throws {
+        let w = try CLIWorld()
+        let (vault, pwA, phrase) = try newVault(w, deviceName: "laptop")
         try w.run(["put", vault, pwA, "/from-a.txt", "--passphrase-file", pwA])
         let b = machineB(w)
         let pwB = w.file("pw-b", "the desktop's own passphrase\n")
@@ -64,13 +71,7 @@ final class DeviceSlotTests: XCTestCase {
     /// by its salt ID as well as by its name.
     func testSlotsAreNamedDatedAndRemovableBySaltID() throws {
         let w = try CLIWorld()
-        let pwA = w.file("pw", "correct horse battery\n")
-        let vault = w.root + "/vault"
-        let phrase = w.root + "/phrase.txt"
-        try w.run([
-            "init", vault, "--passphrase-file", pwA, "--kdf-iterations", "1000", "--recovery-iterations", "1000",
-            "--recovery-phrase-out", phrase,
-        ])
+        let (vault, pwA, phrase) = try newVault(w)
         let b = machineB(w)
         let pwB = w.file("pw-b", "the desktop's own passphrase\n")
         try w.run(
