@@ -58,6 +58,9 @@ public enum VaultAccess {
     /// from this device's slot. When the slot does not open, tells a wrong credential from a damaged
     /// header: the header's checksum, and a remembered master key (whose MAC check needs no
     /// credential), say which it is. The header's MAC is checked when the vault is opened.
+    /// When the checksum fails and no slot names this device's salt ID, the damage may be in that salt
+    /// ID: every slot is tried with this device's salt, and one that opens shows the credential was
+    /// right (the open then finds the header damaged: reading works, `verify --repair` rewrites it).
     public static func unwrapMasterKey(
         at path: String, credential: Credential, keychain: Keychain
     ) throws -> SecureBytes {
@@ -67,20 +70,45 @@ public enum VaultAccess {
             throw FormatError.deviceMismatch
         }
         guard let slot = header.slotIndex(saltID: try VaultHeader.saltID(of: salt)) else {
-            // A damaged salt ID hides this device's slot (and fails its envelope, whose AAD holds it).
-            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.slotMessage) }
-            throw FormatError.deviceMismatch
+            if header.checksumMatches {
+                if failsRememberedMAC(header, keychain: keychain) {
+                    throw FormatError.damaged(HeaderDamage.slotMessage)
+                }
+                throw FormatError.deviceMismatch
+            }
+            if let master = unlockAnySlot(header, credential: credential, deviceSalt: salt) { return master }
+            throw FormatError.damaged(HeaderDamage.slotMessage)
         }
         do {
             return try header.unlock(slot: slot, credential: credential, deviceSalt: salt)
         } catch FormatError.wrongCredential {
-            if !header.checksumMatches { throw FormatError.damaged(HeaderDamage.slotMessage) }
-            if let remembered = try? keychain.getMasterKey(for: header.vaultID) {
-                defer { remembered.wipe() }
-                if !header.isAuthentic(master: remembered) { throw FormatError.damaged(HeaderDamage.slotMessage) }
+            if !header.checksumMatches || failsRememberedMAC(header, keychain: keychain) {
+                throw FormatError.damaged(HeaderDamage.slotMessage)
             }
             throw FormatError.wrongCredential
         }
+    }
+
+    /// Whether a master key remembered for this vault is at hand and the header's MAC fails with it:
+    /// a change made with the checksum recomputed, which the credential alone cannot tell from a
+    /// wrong credential (or from a device without a slot).
+    public static func failsRememberedMAC(_ header: VaultHeader, keychain: Keychain) -> Bool {
+        guard let remembered = try? keychain.getMasterKey(for: header.vaultID) else { return false }
+        defer { remembered.wipe() }
+        return !header.isAuthentic(master: remembered)
+    }
+
+    /// The master key from the first slot that opens with `credential` and `deviceSalt` whatever salt
+    /// ID it names, trying the slots whose KDF cost is acceptable (each costs one PBKDF2).
+    private static func unlockAnySlot(
+        _ header: VaultHeader, credential: Credential, deviceSalt: SecureBytes
+    ) -> SecureBytes? {
+        for index in header.slots.indices {
+            if let master = try? header.unlock(slot: index, credential: credential, deviceSalt: deviceSalt) {
+                return master
+            }
+        }
+        return nil
     }
 
     /// Opens the vault with its master key (from the credential, the keychain or recovery).
@@ -143,7 +171,8 @@ public enum VaultAccess {
     }
 
     /// Rewrites a damaged header's checksum and MAC, keeping every slot and the recovery envelope as
-    /// they are: what the owner of `master` does once `verify` has said the header is damaged.
+    /// they are: what the owner of `master` does once `verify` has said the header is damaged and the
+    /// recovery phrase has opened the recovery envelope (the caller's check: the new MAC vouches for it).
     /// Slots that no longer open stay unusable (remove them with `removeDevice`).
     public static func repairHeader(at path: String, master: SecureBytes) throws {
         let layout = VaultLayout(root: path)
@@ -154,6 +183,25 @@ public enum VaultAccess {
         guard !header.isAuthentic(master: master) else { return }
         try header.reseal(master: master)
         try layout.writeHeader(header)
+    }
+
+    /// Seals the master key under a new recovery phrase, replacing the recovery envelope, and rewrites
+    /// the checksum and MAC: the repair of a header whose recovery envelope may be the damaged part
+    /// (or whose old phrase is lost). The slots are kept. The recovery KDF keeps its cost unless that
+    /// field is implausible (below the floor, or past ten times the default, as a flipped bit makes it).
+    public static func replaceRecoveryEnvelope(
+        at path: String, master: SecureBytes, phrase: String, wordlist: Wordlist
+    ) throws {
+        let bytes = try RecoveryPhrase.validate(phrase, words: wordlist)
+        defer { bytes.wipe() }
+        try withHeaderForChange(at: path, master: master, allowDamaged: true) { header in
+            let kept = Int(header.recovery.iterations)
+            let plausible =
+                (try? KDFPolicy.check(kept, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")) != nil
+                && kept <= 10 * KDFPolicy.recoveryIterations
+            try header.replaceRecoveryEnvelope(
+                master: master, recoveryPhrase: bytes, iterations: plausible ? kept : KDFPolicy.recoveryIterations)
+        }
     }
 
     /// Reads the header under the vault lock, lets `change` alter it, and writes it back atomically.
@@ -205,7 +253,7 @@ public enum VaultAccess {
 public enum HeaderDamage {
     public static let message =
         "vault.header fails its checksum or MAC (damaged or altered): files can still be read; "
-        + "writing is refused until 'vaultaire verify --repair' rewrites it"
+        + "writing is refused until 'vaultaire verify --repair --recovery-phrase-file FILE' rewrites it"
     /// When the damage keeps this device's slot from opening.
     public static let slotMessage =
         "vault.header fails its checksum or MAC (damaged or altered) and this device's slot does not open: "

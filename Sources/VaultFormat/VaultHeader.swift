@@ -100,11 +100,7 @@ public struct VaultHeader: Equatable {
             recovery: RecoveryEnvelope(
                 iterations: UInt32(recoveryIterations), salt: try SecureRandom.bytes(32), nonce: [], sealed: []),
             slots: [], legacyBackup: nil, mac: [], checksumMatches: true)
-        let recoveryKey = try PBKDF2.deriveSHA512(
-            password: recoveryPhrase, salt: header.recovery.salt, iterations: recoveryIterations)
-        header.recovery.nonce = try SecureRandom.bytes(12)
-        header.recovery.sealed = try AESGCM.sealSecret(
-            master, using: recoveryKey, nonce: header.recovery.nonce, authenticating: header.recoveryAAD)
+        try header.sealRecoveryEnvelope(master: master, recoveryPhrase: recoveryPhrase, iterations: recoveryIterations)
         try header.setSlot(
             master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt, name: deviceName,
             iterations: iterations, now: now)
@@ -136,6 +132,28 @@ public struct VaultHeader: Equatable {
             slots.append(slot)
         }
         try reseal(master: master)
+    }
+
+    /// Seals `master` in a new recovery envelope for `recoveryPhrase` (fresh salt and nonce), replacing
+    /// the old one, and recomputes the MAC: the old phrase no longer opens the vault.
+    public mutating func replaceRecoveryEnvelope(
+        master: SecureBytes, recoveryPhrase: SecureBytes, iterations: Int
+    ) throws {
+        try sealRecoveryEnvelope(master: master, recoveryPhrase: recoveryPhrase, iterations: iterations)
+        try reseal(master: master)
+    }
+
+    private mutating func sealRecoveryEnvelope(
+        master: SecureBytes, recoveryPhrase: SecureBytes, iterations: Int
+    ) throws {
+        try KDFPolicy.check(iterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
+        recovery = RecoveryEnvelope(
+            iterations: UInt32(iterations), salt: try SecureRandom.bytes(32), nonce: try SecureRandom.bytes(12),
+            sealed: [])
+        let recoveryKey = try PBKDF2.deriveSHA512(password: recoveryPhrase, salt: recovery.salt, iterations: iterations)
+        defer { recoveryKey.wipe() }
+        recovery.sealed = try AESGCM.sealSecret(
+            master, using: recoveryKey, nonce: recovery.nonce, authenticating: recoveryAAD)
     }
 
     /// Removes slot `index` (never the last one) and recomputes the MAC.
@@ -193,10 +211,12 @@ public struct VaultHeader: Equatable {
         return try unlock(slot: i, credential: credential, deviceSalt: deviceSalt)
     }
 
-    /// Opens slot `index` with the credential and `deviceSalt`, whatever salt ID it names (so a slot
-    /// whose salt ID was damaged can still tell a right credential).
+    /// Opens slot `index` with the credential and `deviceSalt`, whatever salt ID it names: the AAD is
+    /// built with the salt ID of `deviceSalt`, which is the one the slot was sealed with if it is this
+    /// device's (so a slot whose stored salt ID was damaged still tells a right credential).
     public func unlock(slot index: Int, credential: Credential, deviceSalt: SecureBytes) throws -> SecureBytes {
-        let slot = slots[index]
+        var slot = slots[index]
+        slot.saltID = try VaultHeader.saltID(of: deviceSalt)
         try KDFPolicy.check(Int(slot.iterations), minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         let key = try VaultHeader.vaultKey(
             credential: credential, deviceSalt: deviceSalt, iterations: Int(slot.iterations))

@@ -61,7 +61,8 @@ func makeCredential(
 /// Reads the current credential for this device's slot, whose kind (passphrase or pattern) the
 /// header says. A device without a slot is refused before anything is asked (`deviceMismatch`),
 /// unless the header is damaged: then the slot may be there under a damaged salt ID, and the first
-/// slot's kind is asked for.
+/// slot's kind is asked for. A header a remembered master key does not authenticate is damaged too,
+/// its checksum recomputed or not.
 func currentCredential(
     _ args: ParsedArguments, header: VaultHeader, keychain: Keychain, fileOption: String = "passphrase-file"
 ) throws -> Credential {
@@ -81,7 +82,12 @@ func thisDeviceSlot(_ header: VaultHeader, keychain: Keychain) throws -> VaultHe
     if let salt, let index = header.slotIndex(saltID: try VaultHeader.saltID(of: salt)) {
         return header.slots[index]
     }
-    guard !header.checksumMatches, let first = header.slots.first else { throw FormatError.deviceMismatch }
+    guard !header.checksumMatches, let first = header.slots.first else {
+        if VaultAccess.failsRememberedMAC(header, keychain: keychain) {
+            throw FormatError.damaged(HeaderDamage.slotMessage)
+        }
+        throw FormatError.deviceMismatch
+    }
     return first
 }
 

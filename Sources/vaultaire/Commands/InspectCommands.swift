@@ -59,18 +59,23 @@ enum VerifyCommand {
         name: "verify",
         overview:
             "Authenticate every index record, file header and chunk; name every damaged file and sync conflict copy.",
-        usage: "vaultaire verify <vault> [--repair] [--recovery-phrase-file <file>]",
+        usage: "vaultaire verify <vault> [--repair [--new-recovery-phrase-out <file>]] [--recovery-phrase-file <file>]",
         arguments: [("<vault>", "The vault directory.")],
         options: [
             .init(
                 long: "repair", short: nil, valueName: nil,
                 help:
-                    "Also remove blobs that no file names (left by an interrupted create) and rewrite a damaged vault.header's checksum and MAC; needs the vault not to be in use."
+                    "Also remove blobs that no file names (left by an interrupted create) and rewrite a damaged vault.header's checksum and MAC (once the recovery phrase shows its recovery envelope intact, or with --new-recovery-phrase-out); needs the vault not to be in use."
             ),
             .init(
                 long: "recovery-phrase-file", short: nil, valueName: "file",
                 help:
                     "Check the recovery phrase in FILE against the recovery envelope; without --passphrase-file the vault is unlocked with it."
+            ),
+            .init(
+                long: "new-recovery-phrase-out", short: nil, valueName: "file",
+                help:
+                    "With --repair: seal the master key under a new recovery phrase, written to FILE (mode 0600, a new file), replacing a recovery envelope that is damaged or whose phrase is lost."
             ),
             CommonOptions.passphraseFile, CommonOptions.keychain, CommonOptions.acceptRollback, CommonOptions.quiet,
         ],
@@ -79,6 +84,9 @@ enum VerifyCommand {
     static func run(_ args: ParsedArguments) throws {
         let path = args.positionals[0]
         let repair = args.has("repair")
+        if args.value("new-recovery-phrase-out") != nil && !repair {
+            throw CLIError.usage("--new-recovery-phrase-out needs --repair", command: "verify")
+        }
         let keychain = try selectKeychain(args)
         let header = try readVaultHeader(path)
         var phrase: SecureBytes?
@@ -100,30 +108,27 @@ enum VerifyCommand {
             master = try obtainMasterKey(args, vault: path, keychain: keychain).master
         }
         defer { master.wipe() }
-        var headerDamage: String?
-        if !header.isAuthentic(master: master) {
-            headerDamage = "fails its checksum or MAC (damaged or altered)"
-            if repair {
-                try VaultAccess.repairHeader(at: path, master: master)
-                printError(
-                    "Repaired: vault.header's checksum and MAC rewritten; its slots and recovery envelope are kept as they were"
-                        + (phraseChecked ? "" : " (check the recovery phrase with --recovery-phrase-file)"))
-                headerDamage = nil
-            }
-        }
+        // Whether the recovery envelope opens to this master key: nil when no phrase was given.
+        var recoveryOpens: Bool? = phraseChecked ? true : nil
         if let phrase, !phraseChecked {
             let opened = try? header.unlock(recoveryPhrase: phrase)
             defer { opened?.wipe() }
-            if opened.map({ !$0.constantTimeEquals(master) }) ?? true {
-                // The MAC vouches for the recovery envelope's bytes: if it holds, the phrase is wrong.
-                guard headerDamage != nil else {
-                    throw CLIError.message(
-                        "the recovery phrase does not open this vault's recovery envelope", .wrongCredential)
-                }
+            recoveryOpens = opened.map { $0.constantTimeEquals(master) } ?? false
+            phraseChecked = recoveryOpens == true
+        }
+        var headerDamage: String?
+        if !header.isAuthentic(master: master) {
+            headerDamage = "fails its checksum or MAC (damaged or altered)"
+            if recoveryOpens == false {
                 headerDamage! += "; the recovery envelope does not open with this recovery phrase"
-            } else {
-                phraseChecked = true
             }
+        } else if recoveryOpens == false {
+            // The MAC vouches for the recovery envelope's bytes: if it holds, the phrase is wrong.
+            throw CLIError.message("the recovery phrase does not open this vault's recovery envelope", .wrongCredential)
+        }
+        if repair && (headerDamage != nil || args.value("new-recovery-phrase-out") != nil) {
+            try repairHeader(args, vault: path, master: master, recoveryOpens: recoveryOpens, damage: headerDamage)
+            headerDamage = nil
         }
         let vault = try VaultAccess.open(
             at: path, master: master.slice(0..<master.count), keychain: keychain, readOnly: !repair,
@@ -181,6 +186,58 @@ enum VerifyCommand {
                     + "\"Using a vault in a sync folder\")",
                 .syncConflict)
         }
+    }
+}
+
+extension VerifyCommand {
+    /// Rewrites a damaged header's checksum and MAC only when nothing it vouches for is left unchecked:
+    /// the recovery envelope, which the credential cannot check, must open with the recovery phrase —
+    /// or be replaced by one for a new phrase (`--new-recovery-phrase-out`). Otherwise refuses, so the
+    /// MAC never comes to vouch for an envelope that no longer opens.
+    static func repairHeader(
+        _ args: ParsedArguments, vault path: String, master: SecureBytes, recoveryOpens: Bool?, damage: String?
+    ) throws {
+        if let out = args.value("new-recovery-phrase-out") {
+            let wordlist = try Wordlist.load()
+            let phrase = try RecoveryPhrase.generate(words: wordlist)
+            // The phrase is durable before the envelope it opens replaces the old one: a crash between
+            // leaves the old envelope and a phrase file that does not open it yet, never the reverse.
+            try writeNewRecoveryPhrase(phrase, to: out)
+            try VaultAccess.replaceRecoveryEnvelope(at: path, master: master, phrase: phrase, wordlist: wordlist)
+            printError(
+                "\(damage == nil ? "Done" : "Repaired"): vault.header's recovery envelope replaced and its checksum and MAC rewritten; the new "
+                    + "recovery phrase is in \(out) (move it somewhere safe, off this machine); the old phrase no "
+                    + "longer opens this vault")
+            return
+        }
+        guard let damage else { return }
+        guard recoveryOpens == true else {
+            let why =
+                recoveryOpens == nil
+                ? "the damage may be in the recovery envelope, which only the recovery phrase can check: "
+                    + "give it with --recovery-phrase-file FILE"
+                : "its recovery envelope does not open with this recovery phrase (a wrong phrase, or the damage is there)"
+            throw CLIError.message(
+                "vault.header \(damage) and was not repaired: \(why); or replace the recovery envelope "
+                    + "with --new-recovery-phrase-out FILE (a new recovery phrase, written to FILE)",
+                .damaged)
+        }
+        try VaultAccess.repairHeader(at: path, master: master)
+        printError(
+            "Repaired: vault.header's checksum and MAC rewritten; its slots are kept as they were and its recovery "
+                + "envelope opens with the recovery phrase")
+    }
+
+    /// Creates the local file `path` (mode 0600, never an existing one) holding `phrase`, synced.
+    static func writeNewRecoveryPhrase(_ phrase: String, to path: String) throws {
+        let file: FileDescriptor
+        do { file = try FileDescriptor(path: path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) } catch {
+            throw CLIError.message(
+                "cannot create the local recovery phrase file: \(error)",
+                localExitCode((error as? SystemError)?.errno ?? EIO))
+        }
+        try file.write(Array((phrase + "\n").utf8), at: 0)
+        try file.sync()
     }
 }
 
