@@ -307,6 +307,12 @@ public final class FileBlob {
     }
 
     private func chunkAAD(_ index: Int, final: Bool) -> (UInt64, UInt64, UInt64, UInt8) {
+        FileBlob.chunkAAD(blobID: blobID, index: index, final: final)
+    }
+
+    /// Chunk `index`'s AAD, blob ID ‖ u64 index ‖ u8 final, as its first 25 bytes in memory: a tuple,
+    /// so that sealing a chunk allocates nothing for it.
+    static func chunkAAD(blobID: [UInt8], index: Int, final: Bool) -> (UInt64, UInt64, UInt64, UInt8) {
         var a: UInt64 = 0
         var b: UInt64 = 0
         blobID.withUnsafeBytes { raw in

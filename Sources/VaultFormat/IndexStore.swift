@@ -169,7 +169,8 @@ public final class IndexStore {
             do {
                 plain = try AESGCM.open(
                     sealed, using: journalKey, nonce: nonce,
-                    authenticating: recordAAD(seq, version: journalVersion, epoch: journalEpoch))
+                    authenticating: IndexStore.recordAAD(
+                        vaultID: vaultID, seq: seq, version: journalVersion, epoch: journalEpoch))
             } catch CryptoError.authenticationFailure {
                 throw FormatError.damaged("index journal record \(seq) fails authentication")
             }
@@ -221,7 +222,8 @@ public final class IndexStore {
         indexSeals += 1  // counted before the seal: a failed write below still used the nonce
         let sealed = try AESGCM.seal(
             w.bytes, using: try currentKey(), nonce: nonce,
-            authenticating: recordAAD(seq, version: IndexStore.formatVersion, epoch: epoch))
+            authenticating: IndexStore.recordAAD(
+                vaultID: vaultID, seq: seq, version: IndexStore.formatVersion, epoch: epoch))
         var rec = ByteWriter(capacity: sealed.count + 24)
         rec.u32(UInt32(sealed.count))
         rec.u64(seq)
@@ -293,7 +295,8 @@ public final class IndexStore {
 
     // MARK: Pieces
 
-    private func recordAAD(_ seq: UInt64, version: Int, epoch: UInt32) -> [UInt8] {
+    /// The AAD of journal record `seq` in a journal of `version` (and, version 2, `epoch`).
+    static func recordAAD(vaultID: [UInt8], seq: UInt64, version: Int, epoch: UInt32) -> [UInt8] {
         var w = ByteWriter()
         w.raw(Array((version >= 2 ? IndexStore.journalLabel : IndexStore.v1JournalLabel).utf8))
         w.raw(vaultID)
@@ -302,20 +305,31 @@ public final class IndexStore {
         return w.bytes
     }
 
-    private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
+    /// A version-2 snapshot's 34 bytes before the nonce.
+    static func snapshotHead(vaultID: [UInt8], seq: UInt64, epoch: UInt32) -> [UInt8] {
         var head = ByteWriter()
         head.raw(IndexStore.snapshotMagic)
         head.u16(UInt16(IndexStore.formatVersion))
         head.raw(vaultID)
         head.u64(seq)
         head.u32(epoch)
+        return head.bytes
+    }
+
+    /// The AAD of a snapshot of `version` whose bytes before the nonce are `head`.
+    static func snapshotAAD(head: [UInt8], version: Int) -> [UInt8] {
+        Array((version >= 2 ? IndexStore.snapshotLabel : IndexStore.v1SnapshotLabel).utf8) + head
+    }
+
+    private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
+        let head = IndexStore.snapshotHead(vaultID: vaultID, seq: seq, epoch: epoch)
         let nonce = try SecureRandom.bytes(12)
         let sealsBefore = indexSeals
         indexSeals += 1
         let sealed = try AESGCM.seal(
             state.encoded(version: IndexStore.formatVersion, indexSeals: sealsBefore), using: try currentKey(),
-            nonce: nonce, authenticating: Array(IndexStore.snapshotLabel.utf8) + head.bytes)
-        let file = head.bytes + nonce + sealed
+            nonce: nonce, authenticating: IndexStore.snapshotAAD(head: head, version: IndexStore.formatVersion))
+        let file = head + nonce + sealed
         try snapshotFile.replace(with: file)
         snapshotSeq = seq
         snapshotBytes = file.count
@@ -337,12 +351,11 @@ public final class IndexStore {
         epoch = found
         epochKey?.wipe()
         epochKey = nil
-        let label = version >= 2 ? IndexStore.snapshotLabel : IndexStore.v1SnapshotLabel
         let plain: [UInt8]
         do {
             plain = try AESGCM.open(
                 sealed, using: version >= 2 ? try currentKey() : key, nonce: nonce,
-                authenticating: Array(label.utf8) + head)
+                authenticating: IndexStore.snapshotAAD(head: head, version: version))
         } catch CryptoError.authenticationFailure {
             throw FormatError.damaged("index snapshot fails authentication")
         }

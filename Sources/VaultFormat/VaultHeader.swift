@@ -92,19 +92,38 @@ public struct VaultHeader: Equatable {
         credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, deviceName: String, iterations: Int,
         recoveryPhrase: SecureBytes, recoveryIterations: Int, chunkSizeLog2: UInt8, now: Int64
     ) throws -> (VaultHeader, SecureBytes) {
+        let master = try SecureBytes(randomCount: 32)
+        let header = try create(
+            master: master, vaultID: try SecureRandom.bytes(16), recoverySalt: try SecureRandom.bytes(32),
+            recoveryNonce: try SecureRandom.bytes(12), slotNonce: try SecureRandom.bytes(12), credential: credential,
+            pattern: pattern, deviceSalt: deviceSalt, deviceName: deviceName, iterations: iterations,
+            recoveryPhrase: recoveryPhrase, recoveryIterations: recoveryIterations, chunkSizeLog2: chunkSizeLog2,
+            now: now)
+        return (header, master)
+    }
+
+    /// A new vault's header from given parts instead of random ones, so that docs/FORMAT.md's test
+    /// vectors can give a whole header built by this code. Nothing else may call it: a vault's IDs,
+    /// salts and nonces must be fresh.
+    static func create(
+        master: SecureBytes, vaultID: [UInt8], recoverySalt: [UInt8], recoveryNonce: [UInt8], slotNonce: [UInt8],
+        credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, deviceName: String, iterations: Int,
+        recoveryPhrase: SecureBytes, recoveryIterations: Int, chunkSizeLog2: UInt8, now: Int64
+    ) throws -> VaultHeader {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try KDFPolicy.check(recoveryIterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
-        let master = try SecureBytes(randomCount: 32)
         var header = VaultHeader(
-            version: formatVersion, vaultID: try SecureRandom.bytes(16), chunkSizeLog2: chunkSizeLog2,
+            version: formatVersion, vaultID: vaultID, chunkSizeLog2: chunkSizeLog2,
             recovery: RecoveryEnvelope(
-                iterations: UInt32(recoveryIterations), salt: try SecureRandom.bytes(32), nonce: [], sealed: []),
+                iterations: UInt32(recoveryIterations), salt: recoverySalt, nonce: recoveryNonce, sealed: []),
             slots: [], legacyBackup: nil, mac: [], checksumMatches: true)
-        try header.sealRecoveryEnvelope(master: master, recoveryPhrase: recoveryPhrase, iterations: recoveryIterations)
+        try header.sealRecoveryEnvelope(
+            master: master, recoveryPhrase: recoveryPhrase, iterations: recoveryIterations, salt: recoverySalt,
+            nonce: recoveryNonce)
         try header.setSlot(
             master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt, name: deviceName,
-            iterations: iterations, now: now)
-        return (header, master)
+            iterations: iterations, now: now, nonce: slotNonce)
+        return header
     }
 
     /// Seals `master` under `credential` for the device whose salt is `deviceSalt`: replaces that
@@ -114,13 +133,23 @@ public struct VaultHeader: Equatable {
         master: SecureBytes, credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, name: String,
         iterations: Int, now: Int64
     ) throws {
+        try setSlot(
+            master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt, name: name,
+            iterations: iterations, now: now, nonce: try SecureRandom.bytes(12))
+    }
+
+    /// `setSlot` with a given nonce (fresh from `SecureRandom` but for the test vectors).
+    mutating func setSlot(
+        master: SecureBytes, credential: Credential, pattern: Pattern?, deviceSalt: SecureBytes, name: String,
+        iterations: Int, now: Int64, nonce: [UInt8]
+    ) throws {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.vaultIterations, what: "vault KDF")
         try VaultHeader.checkDeviceName(name)
         let saltID = try VaultHeader.saltID(of: deviceSalt)
         var slot = DeviceSlot(
             name: name, kind: credential.kind, patternRows: UInt8(pattern?.rows ?? 0),
             patternColumns: UInt8(pattern?.columns ?? 0), iterations: UInt32(iterations), saltID: saltID,
-            added: now, nonce: try SecureRandom.bytes(12), sealed: [])
+            added: now, nonce: nonce, sealed: [])
         let vaultKey = try VaultHeader.vaultKey(credential: credential, deviceSalt: deviceSalt, iterations: iterations)
         slot.sealed = try AESGCM.sealSecret(master, using: vaultKey, nonce: slot.nonce, authenticating: slotAAD(slot))
         if let i = slotIndex(saltID: saltID) {
@@ -139,18 +168,18 @@ public struct VaultHeader: Equatable {
     public mutating func replaceRecoveryEnvelope(
         master: SecureBytes, recoveryPhrase: SecureBytes, iterations: Int
     ) throws {
-        try sealRecoveryEnvelope(master: master, recoveryPhrase: recoveryPhrase, iterations: iterations)
+        try sealRecoveryEnvelope(
+            master: master, recoveryPhrase: recoveryPhrase, iterations: iterations, salt: try SecureRandom.bytes(32),
+            nonce: try SecureRandom.bytes(12))
         try reseal(master: master)
     }
 
     private mutating func sealRecoveryEnvelope(
-        master: SecureBytes, recoveryPhrase: SecureBytes, iterations: Int
+        master: SecureBytes, recoveryPhrase: SecureBytes, iterations: Int, salt: [UInt8], nonce: [UInt8]
     ) throws {
         try KDFPolicy.check(iterations, minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
-        recovery = RecoveryEnvelope(
-            iterations: UInt32(iterations), salt: try SecureRandom.bytes(32), nonce: try SecureRandom.bytes(12),
-            sealed: [])
-        let recoveryKey = try PBKDF2.deriveSHA512(password: recoveryPhrase, salt: recovery.salt, iterations: iterations)
+        recovery = RecoveryEnvelope(iterations: UInt32(iterations), salt: salt, nonce: nonce, sealed: [])
+        let recoveryKey = try VaultHeader.recoveryKey(phrase: recoveryPhrase, salt: salt, iterations: iterations)
         defer { recoveryKey.wipe() }
         recovery.sealed = try AESGCM.sealSecret(
             master, using: recoveryKey, nonce: recovery.nonce, authenticating: recoveryAAD)
@@ -227,11 +256,16 @@ public struct VaultHeader: Equatable {
         }
     }
 
+    /// Recovery key = PBKDF2-HMAC-SHA512(normalized phrase, recovery salt, iterations).
+    static func recoveryKey(phrase: SecureBytes, salt: [UInt8], iterations: Int) throws -> SecureBytes {
+        try PBKDF2.deriveSHA512(password: phrase, salt: salt, iterations: iterations)
+    }
+
     /// Opens the recovery envelope with the normalized phrase.
     public func unlock(recoveryPhrase: SecureBytes) throws -> SecureBytes {
         try KDFPolicy.check(Int(recovery.iterations), minimum: KDFPolicy.recoveryIterations, what: "recovery KDF")
-        let key = try PBKDF2.deriveSHA512(
-            password: recoveryPhrase, salt: recovery.salt, iterations: Int(recovery.iterations))
+        let key = try VaultHeader.recoveryKey(
+            phrase: recoveryPhrase, salt: recovery.salt, iterations: Int(recovery.iterations))
         do {
             return try AESGCM.openSecret(
                 recovery.sealed, using: key, nonce: recovery.nonce, authenticating: recoveryAAD)
@@ -315,10 +349,16 @@ public struct VaultHeader: Equatable {
         }
     }
 
-    /// Backup key = PBKDF2-HMAC-SHA512(credential, SHA-512(label ‖ vault ID)[0..<32], iterations).
+    /// Backup key = PBKDF2-HMAC-SHA512(credential, backup salt, iterations).
     public func backupKey(credential: Credential, iterations: Int) throws -> SecureBytes {
-        let salt = Array(try Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
-        return try PBKDF2.deriveSHA512(password: credential.secret, salt: salt, iterations: iterations)
+        try PBKDF2.deriveSHA512(
+            password: credential.secret, salt: try VaultHeader.backupSalt(vaultID: vaultID), iterations: iterations)
+    }
+
+    /// SHA-512(label ‖ vault ID)[0..<32]: a salt every device can compute, so that a backup opens
+    /// with the credential alone.
+    static func backupSalt(vaultID: [UInt8]) throws -> [UInt8] {
+        Array(try Digest.sha512(Array(VaultHeader.backupSaltLabel.utf8) + vaultID)[0..<32])
     }
 
     // MARK: Encoding
