@@ -55,6 +55,26 @@ extension UnlockedVault {
         return notices
     }
 
+    /// Blobs written after the index that no record names, found by the writable open that follows a
+    /// crash (the lock file named a writer that is gone): what that writer's interrupted creates and
+    /// rewrites left. Left in place, the next open — the lock cleared by then — would take them for
+    /// another machine's and refuse to write. Those holding no chunk are removed; the others go to
+    /// lost+found/, as `verify --repair` does (a sync client may have brought one meanwhile).
+    func setAsideBlobsOfTheInterruptedSession(_ newer: [BlobNewerThanIndex]) throws -> [String] {
+        let named = meta.withLock { s in Set(s.index.inodes.values.map(\.blobID)) }
+        let strays = newer.map(\.blobID).filter { !named.contains($0) }
+        guard !strays.isEmpty else { return [] }
+        let done = try removeStrayBlobs(strays)
+        var notices: [String] = []
+        if done.removed > 0 { notices.append("removed \(done.removed) empty blob(s) left by the interrupted session") }
+        if done.setAside > 0 {
+            notices.append(
+                "moved \(done.setAside) blob(s) the interrupted session wrote but never recorded to lost+found/ "
+                    + "(nothing deleted)")
+        }
+        return notices
+    }
+
     /// Brings a file that was open for writing at the crash back to a consistent state. Within that
     /// session the blob and the record may disagree either way: chunks written after the record was last
     /// journaled, or a record (size from a metadata change) ahead of chunks still in the daemon's cache,

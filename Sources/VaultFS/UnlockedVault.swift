@@ -69,7 +69,7 @@ public final class UnlockedVault: @unchecked Sendable {
             }
             if !copies.isEmpty { throw SyncConflictError(copies: copies) }
         }
-        let lock = readOnly ? nil : try VaultLock.acquire(try layout.lockFile())
+        let lock = readOnly ? nil : try VaultLock.acquire(try layout.lockFile(), clearingLeftover: true)
         lockFile = Guarded(lock)
         if let stale = lock?.staleNotice { notices.append(stale) }
         let store = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
@@ -92,6 +92,7 @@ public final class UnlockedVault: @unchecked Sendable {
             acceptedRollback = (seen, store.lastSeq)
         }
         if !readOnly { notices += try recoverAfterCrash() }
+        if lock?.staleNotice != nil { notices += try setAsideBlobsOfTheInterruptedSession(newerBlobs) }
         if !readOnly && header.version < VaultHeader.formatVersion { try upgradeFormat(master: master) }
     }
 

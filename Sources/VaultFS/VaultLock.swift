@@ -5,20 +5,28 @@ import VaultSystem
 /// writing, and naming it by PID. The kernel drops a flock when its holder dies, so a lock left by a
 /// killed process never blocks for ever; the leftover file then only earns a notice.
 ///
+/// A leftover PID is also the evidence of a crash that a writable open of the vault needs (blobs
+/// written after the index by a killed writer are its own, not another machine's): only a holder
+/// that repairs after a crash — a writable `UnlockedVault` — clears it. Any other holder (a header
+/// change, a check that the vault is free) puts the leftover bytes back as it lets go.
+///
 /// The file is opened through the vault's directory descriptor with no symbolic link followed and
 /// must be a regular file. Its contents are never printed: only a PID parsed strictly from them.
 final class VaultLock {
     private let fd: FileDescriptor
     let file: AnchoredPath
     private(set) var staleNotice: String?
+    /// What a gone holder left in the file, to put back at release (unless cleared).
+    private var leftover: [UInt8]?
 
     private init(fd: FileDescriptor, file: AnchoredPath) {
         self.fd = fd
         self.file = file
     }
 
-    /// Takes the lock, or throws EBUSY naming the process that holds it.
-    static func acquire(_ file: AnchoredPath) throws -> VaultLock {
+    /// Takes the lock, or throws EBUSY naming the process that holds it. With `clearingLeftover`, a
+    /// gone holder's PID is cleared for good (the caller repairs after the crash it shows).
+    static func acquire(_ file: AnchoredPath, clearingLeftover: Bool = false) throws -> VaultLock {
         var attempts = 0
         while true {
             let fd = try file.open(flags: O_RDWR | O_CREAT, mode: 0o600)
@@ -29,7 +37,7 @@ final class VaultLock {
             // The holder before us removes the file as it lets go: if it did so between our open and our
             // flock, we hold a lock on a file no one else will find, while the next process makes a
             // new one and locks that. Only a lock on the file still at the path counts.
-            if try isCurrent(fd, at: file) { return try finishAcquiring(fd, file) }
+            if try isCurrent(fd, at: file) { return try finishAcquiring(fd, file, clearingLeftover: clearingLeftover) }
             attempts += 1
             guard attempts < 100 else { throw FSError(EBUSY, "mount.lock keeps changing under this process") }
         }
@@ -43,12 +51,15 @@ final class VaultLock {
         return now.device == held.device && now.inode == held.inode
     }
 
-    private static func finishAcquiring(_ fd: FileDescriptor, _ file: AnchoredPath) throws -> VaultLock {
+    private static func finishAcquiring(
+        _ fd: FileDescriptor, _ file: AnchoredPath, clearingLeftover: Bool
+    ) throws -> VaultLock {
         let lock = VaultLock(fd: fd, file: file)
         if (try? fd.size()) ?? 0 > 0 {
             lock.staleNotice =
                 readPID(fd).map { "a lock left by process \($0), which is gone, was cleared" }
                 ?? "a leftover lock file was cleared"
+            if !clearingLeftover { lock.leftover = readLeftover(fd) }
         }
         try lock.recordHolder()
         return lock
@@ -80,9 +91,21 @@ final class VaultLock {
         return parsePID(Array(buffer[0..<n]))
     }
 
+    /// The first bytes of a leftover lock file (a PID, or whatever a crash left: 64 bytes are plenty
+    /// to keep it non-empty, which is all its readers look at beyond a strictly parsed PID).
+    private static func readLeftover(_ fd: FileDescriptor) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = (try? buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: 0) }) ?? 0
+        return n > 0 ? Array(buffer[0..<n]) : Array("leftover\n".utf8)
+    }
+
     deinit {
         try? fd.truncate(to: 0)
-        try? file.remove()
+        if let leftover {
+            _ = try? fd.write(leftover, at: 0)
+        } else {
+            try? file.remove()
+        }
         flock(fd.rawValue, LOCK_UN)
     }
 }

@@ -89,3 +89,22 @@ final class CLIWorld {
     /// Everything every command printed, for leak checks.
     var outputs: [String] = []
 }
+
+/// The call-counting preload of Tests/FaultInjection, built for the crash tests.
+enum FaultInjection {
+    static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("FaultInjection/kill_at_call.c").path
+
+    /// Compiles the preload into `directory` with the system's gcc and returns its path.
+    static func buildKillShim(into directory: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let library = directory + "/kill_at_call.so"
+        let gcc = Process()
+        gcc.executableURL = URL(fileURLWithPath: "/usr/bin/gcc")
+        gcc.arguments = ["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", library, source, "-ldl"]
+        try gcc.run()
+        gcc.waitUntilExit()
+        XCTAssertEqual(gcc.terminationStatus, 0, "gcc \(source)")
+        return library
+    }
+}

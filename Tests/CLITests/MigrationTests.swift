@@ -171,20 +171,49 @@ final class MigrationTests: XCTestCase {
         }
     }
 
-    /// The same with a real `kill -9` at random moments of `vaultaire upgrade`.
-    func testKill9DuringUpgradeLeavesAVaultThatOpens() throws {
-        let w = try CLIWorld()
-        let pw = w.file("pw", passphrase)
-        for round in 0..<12 {
-            let vault = try fixtureCopy(w, "kill-\(round)")
-            let (p, _, _) = try w.start(["upgrade", vault, "--passphrase-file", pw])
-            usleep(UInt32.random(in: 0...40_000))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            try assertFixtureFiles(w, vault, pw)
-            try w.run(["upgrade", vault, "--passphrase-file", pw])
-            XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2)
-            try assertFixtureFiles(w, vault, pw)
+    /// A real `kill -9` after every step of the migration, in turn: each command is first run whole
+    /// under a preload that counts the calls changing what is on disk (writes, truncations, syncs,
+    /// renames, links, unlinks — Tests/FaultInjection/kill_at_call.c), then once per call with the
+    /// process killed just before it. Each time the command must have died by the kill, and the vault
+    /// it left must open read-only with every file intact, then migrate and open again. Each round has
+    /// a keychain of its own (a killed round's generation record would make the next copy a rollback).
+    func testKill9AfterEveryStepOfTheMigrationLeavesAVaultThatOpens() throws {
+        let shim = try FaultInjection.buildKillShim(into: try CLIWorld().root + "-shim")
+        defer { try? FileManager.default.removeItem(atPath: (shim as NSString).deletingLastPathComponent) }
+        let commands: [(name: String, args: (String) -> [String])] = [
+            ("upgrade", { ["upgrade", $0] }),
+            ("the first writable open", { ["mkdir", $0, "/made-while-migrating"] }),
+            ("upgrade --compact", { ["upgrade", $0, "--compact"] }),
+        ]
+        for command in commands {
+            let counted = try CLIWorld()
+            let countFile = counted.root + "/calls"
+            let whole = try counted.run(
+                command.args(try fixtureCopy(counted, "whole")) + [
+                    "--passphrase-file", counted.file("pw", passphrase),
+                ],
+                environment: ["LD_PRELOAD": shim, "KILL_AT_COUNT_FILE": countFile])
+            XCTAssertTrue(whole.stderr.contains("format version 2") || whole.stdout.contains("format version 2"))
+            let calls =
+                Int(
+                    try String(contentsOfFile: countFile, encoding: .utf8).trimmingCharacters(
+                        in: .whitespacesAndNewlines)) ?? 0
+            XCTAssertGreaterThan(calls, 5, "\(command.name) made \(calls) counted calls")
+            for step in 1...max(calls, 1) {
+                let w = try CLIWorld()
+                let pw = w.file("pw", passphrase)
+                let vault = try fixtureCopy(w, "v")
+                let killed = try w.run(
+                    command.args(vault) + ["--passphrase-file", pw],
+                    environment: ["LD_PRELOAD": shim, "KILL_AT_CALL": String(step)], expect: nil)
+                XCTAssertEqual(killed.status, SIGKILL, "\(command.name), killed before call \(step) of \(calls)")
+                let ls = try w.run(["ls", vault, "/", "--passphrase-file", pw], expect: nil)
+                XCTAssertEqual(ls.status, 0, "\(command.name), after call \(step - 1) of \(calls): \(ls.stderr)")
+                try assertFixtureFiles(w, vault, pw)
+                try w.run(["upgrade", vault, "--passphrase-file", pw])
+                XCTAssertEqual(try bytes(vault + "/vault.header")[4], 2, "\(command.name), step \(step)")
+                try assertFixtureFiles(w, vault, pw)
+            }
         }
     }
 }

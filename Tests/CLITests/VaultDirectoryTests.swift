@@ -52,6 +52,21 @@ final class VaultDirectoryTests: XCTestCase {
         XCTAssertTrue(stale.stderr.contains("a lock left by process 4194999, which is gone"), stale.stderr)
     }
 
+    /// The lock a killed writer left is the evidence the next writable open repairs by: commands that
+    /// only take the lock for a moment to change the header (`passwd`, `device remove`) put it back.
+    func testALeftoverLockOutlivesCommandsThatDoNotRepair() throws {
+        let w = try CLIWorld()
+        let (vault, pw, _) = try setUp(w)
+        _ = FileManager.default.createFile(atPath: vault + "/mount.lock", contents: Data("4194999\n".utf8))
+        let newPw = w.file("pw-new", "a new passphrase for the test\n")
+        try w.run(["passwd", vault, "--passphrase-file", pw, "--new-passphrase-file", newPw])
+        let kept = try String(contentsOfFile: vault + "/mount.lock", encoding: .utf8)
+        XCTAssertEqual(kept, "4194999\n")
+        let opened = try w.run(["mkdir", vault, "/d", "--passphrase-file", newPw])
+        XCTAssertTrue(opened.stderr.contains("a lock left by process 4194999, which is gone"), opened.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/mount.lock"))
+    }
+
     func testAFIFOAsTheLockFileIsRefusedWithoutHanging() throws {
         let w = try CLIWorld()
         let (vault, pw, _) = try setUp(w)
