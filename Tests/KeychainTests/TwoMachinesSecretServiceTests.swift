@@ -5,7 +5,7 @@ import XCTest
 /// Two machines, each with its own Secret Service (issue 23): machine A uses the test session's
 /// gnome-keyring-daemon; machine B gets a second D-Bus session bus with a second daemon of its own,
 /// with its own keyring files. B enrols by recovery; both then open the vault with their own credential,
-/// and A's remembered master key still works.
+/// and A's remembered master key still works; `passwd` on A leaves B's slot working; A removes B's slot.
 final class TwoMachinesSecretServiceTests: XCTestCase {
     var root = ""
     var busPID: pid_t = 0
@@ -91,6 +91,28 @@ final class TwoMachinesSecretServiceTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("* machine-a"), r.stdout)
         XCTAssertTrue(r.stdout.contains("  machine-b"), r.stdout)
+
+        // passwd on A changes A's slot only: B keeps opening with its own credential.
+        _ = FileManager.default.createFile(atPath: root + "/pw-a2", contents: Data("machine a, changed\n".utf8))
+        r = try onA.run(
+            bin, ["passwd", vault, "--passphrase-file", root + "/pw-a", "--new-passphrase-file", root + "/pw-a2"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        r = try onA.run(bin, ["ls", vault, "--passphrase-file", root + "/pw-a"])
+        XCTAssertEqual(r.status, 12, "A's old passphrase no longer opens: \(r.stderr)")
+        r = try onA.run(bin, ["ls", vault, "--passphrase-file", root + "/pw-a2"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        r = try onB.run(bin, ["ls", vault, "--passphrase-file", root + "/pw-b"])
+        XCTAssertEqual(r.status, 0, "B's slot survives A's passwd: \(r.stderr)")
+
+        // A removes B's slot: B is then a device without a slot (exit 16); the last slot stays.
+        r = try onA.run(bin, ["device", "remove", vault, "machine-b", "--passphrase-file", root + "/pw-a2"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        r = try onB.run(bin, ["ls", vault, "--passphrase-file", root + "/pw-b"])
+        XCTAssertEqual(r.status, 16, "B has no slot now: \(r.stderr)")
+        r = try onA.run(bin, ["device", "remove", vault, "machine-a", "--passphrase-file", root + "/pw-a2"])
+        XCTAssertEqual(r.status, 26, "the last slot stays: \(r.stderr)")
+        r = try onA.run(bin, ["ls", vault, "--passphrase-file", root + "/pw-a2"])
+        XCTAssertEqual(r.status, 0, r.stderr)
         r = try onA.run(bin, ["forget", vault])
         XCTAssertEqual(r.status, 0, r.stderr)
     }
