@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// A vault used on two machines at once through a sync folder (issue 23, point 5): the sync client's
@@ -180,19 +181,78 @@ final class SyncConflictTests: XCTestCase {
 }
 
 extension SyncConflictTests {
-    /// A blob changed on both machines through their mounts: the copy is named by the file it holds.
+    /// A blob changed on both machines through their mounts — /common.txt appended to in place on A
+    /// and on B — and a sync client leaving B's version of the blob beside A's as a conflict copy:
+    /// `verify` names the copy by the file it holds, and nothing of either version is lost.
     func testACopyOfABlobNamesTheFileItHolds() throws {
+        try requireFUSE()
         let m = try split(
-            changeA: ["mkdir", "VAULT", "/a", "--passphrase-file", "PW"],
-            changeB: ["mkdir", "VAULT", "/b", "--passphrase-file", "PW"])
+            changeA: ["ls", "VAULT", "/", "--passphrase-file", "PW"],
+            changeB: ["ls", "VAULT", "/", "--passphrase-file", "PW"])
         let fm = FileManager.default
-        let blob = try fm.subpathsOfDirectory(atPath: m.a).first {
-            $0.hasPrefix("blobs/") && $0.count == "blobs/xx/".count + 30
-        }!
-        try fm.copyItem(atPath: m.b + "/" + blob, toPath: m.a + "/" + blob + ".sync-conflict-20261204-101010-ABCDEFG")
+        let blob = try XCTUnwrap(
+            try fm.subpathsOfDirectory(atPath: m.a).first {
+                $0.hasPrefix("blobs/") && $0.count == "blobs/xx/".count + 30
+            })
+        let before = try Data(contentsOf: URL(fileURLWithPath: m.a + "/" + blob))
+        for (vault, environment, text) in [(m.a, [:], "appended on A\n"), (m.b, m.environmentB, "appended on B\n")] {
+            let mountpoint = vault + "-mnt"
+            try fm.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+            defer { unmountForSure(mountpoint, m.w) }
+            // Through files, not pipes: the mount's daemon keeps its standard output and error open.
+            let runner = ProcessRunner(environment: m.w.environment.merging(environment) { $1 }, scratch: m.w.root)
+            let mounted = try runner.run(m.w.binary, ["mount", vault, mountpoint, "--passphrase-file", m.pw])
+            XCTAssertEqual(mounted.status, 0, mounted.stderr)
+            let handle = try XCTUnwrap(FileHandle(forWritingAtPath: mountpoint + "/common.txt"))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.close()
+            let unmounted = try runner.run(m.w.binary, ["unmount", mountpoint])
+            XCTAssertEqual(unmounted.status, 0, unmounted.stderr)
+        }
+        let ofA = try Data(contentsOf: URL(fileURLWithPath: m.a + "/" + blob))
+        let ofB = try Data(contentsOf: URL(fileURLWithPath: m.b + "/" + blob))
+        XCTAssertNotEqual(ofA, before, "A changed the blob in place")
+        XCTAssertNotEqual(ofA, ofB, "the two machines' versions differ")
+        let copy = m.a + "/" + blob + ".sync-conflict-20261204-101010-ABCDEFG"
+        try merge(m, conflicting: [blob]) { $0 + ".sync-conflict-20261204-101010-ABCDEFG" }
 
         let verify = try m.w.run(["verify", m.a, "--passphrase-file", m.pw], expect: Self.conflictCode)
         XCTAssertTrue(verify.stdout.contains(": a copy of the contents of /common.txt (\(blob))"), verify.stdout)
+        let onA = try m.w.run(["get", m.a, "/common.txt", "-", "--passphrase-file", m.pw])
+        XCTAssertEqual(onA.stdout, "on both machines\nappended on A\n")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: copy)), ofB, "B's version is kept whole")
+        let onB = try m.w.run(["get", m.b, "/common.txt", "-", "--passphrase-file", m.pw], environment: m.environmentB)
+        XCTAssertEqual(onB.stdout, "on both machines\nappended on B\n")
+    }
+
+    func requireFUSE() throws {
+        guard access("/dev/fuse", R_OK | W_OK) == 0 else {
+            if ProcessInfo.processInfo.environment["VAULTAIRE_REQUIRE_FUSE"] == "1" {
+                XCTFail("/dev/fuse is not usable, and VAULTAIRE_REQUIRE_FUSE=1 forbids skipping mount tests")
+            }
+            throw XCTSkip("!!! /dev/fuse is not usable: mount tests SKIPPED !!!")
+        }
+    }
+
+    /// Teardown of a mount this test made, whatever happened: `vaultaire unmount`, then fusermount3.
+    func unmountForSure(_ mountpoint: String, _ w: CLIWorld) {
+        func mounted() -> Bool {
+            let info = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+            return info.split(separator: "\n").contains {
+                $0.split(separator: " ").dropFirst(4).first == Substring(mountpoint)
+            }
+        }
+        if mounted() {
+            _ = try? ProcessRunner(environment: w.environment, scratch: w.root).run(w.binary, ["unmount", mountpoint])
+        }
+        for args in [["-u", mountpoint], ["-uz", mountpoint]] where mounted() {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+            p.arguments = args
+            try? p.run()
+            p.waitUntilExit()
+        }
     }
 }
 

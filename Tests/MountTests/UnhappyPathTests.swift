@@ -133,6 +133,37 @@ final class UnhappyPathTests: MountTestCase {
     }
 
     /// `vaultaire unmount .` from a shell whose working directory is the mount.
+    /// A damaged `vault.header` (one flipped bit in the recovery envelope) through a real mount: a
+    /// read-write mount is refused with exit 13 naming the header and nothing is mounted; a read-only
+    /// mount serves every file, warns, and refuses writes.
+    func testADamagedHeaderMountsReadOnlyOnly() throws {
+        try mv.mount()
+        try mv.shell("printf 'kept through the damage\\n' > kept.txt")
+        try mv.unmount()
+        let headerPath = mv.vault + "/vault.header"
+        var header = [UInt8](try Data(contentsOf: URL(fileURLWithPath: headerPath)))
+        header[100] ^= 0x01
+        try Data(header).write(to: URL(fileURLWithPath: headerPath))
+
+        let refused = try mv.vaultaire(
+            ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile], expect: 13)
+        XCTAssertTrue(refused.stderr.contains("vault.header"), refused.stderr)
+        XCTAssertFalse(mv.isMounted)
+
+        let readOnly = try mv.vaultaire(
+            ["mount", mv.vault, mv.mountpoint, "--passphrase-file", mv.passphraseFile, "--read-only"])
+        XCTAssertTrue(readOnly.stderr.contains("vault.header fails its checksum or MAC"), readOnly.stderr)
+        XCTAssertTrue(mv.isMounted)
+        let read = try mv.shell("cat kept.txt")
+        XCTAssertEqual(read.stdout, "kept through the damage\n")
+        let write = try mv.execute("/bin/sh", ["-c", "echo more >> '\(mv.mountpoint)/kept.txt'"])
+        XCTAssertNotEqual(write.status, 0, "a write through a read-only mount")
+        XCTAssertTrue(write.stderr.contains("Read-only file system"), write.stderr)
+        try mv.unmount()
+        XCTAssertEqual(
+            [UInt8](try Data(contentsOf: URL(fileURLWithPath: headerPath))), header, "the header is left as found")
+    }
+
     func testUnmountFromInsideTheMount() throws {
         try mv.mount()
         let r = try mv.execute("/bin/bash", ["-c", "cd '\(mv.mountpoint)' || exit 9; exec '\(mv.binary)' unmount ."])
