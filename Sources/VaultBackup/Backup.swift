@@ -29,8 +29,8 @@ public enum Backup {
     }
 
     /// Makes a snapshot of the vault at `path` on `rclone`'s remote. The vault's writers' lock is held
-    /// while its files are read (hashed and uploaded), so a writer can neither start nor be running:
-    /// `FSError(EBUSY)` while one has the vault open.
+    /// while its files are read (hashed, and uploaded while the rest are hashed), so a writer can
+    /// neither start nor be running: `FSError(EBUSY)` while one has the vault open.
     public static func run(
         vault path: String, master: SecureBytes, backupHeader: BackupHeader, keychain: Keychain?, rclone: Rclone,
         keep: Int, status: (String) -> Void, notice: (String) -> Void
@@ -65,7 +65,7 @@ public enum Backup {
         let id = max(existing.last ?? 0, seenID) + 1
         summary.snapshot = id
 
-        let staging = try Staging(what: "backup")
+        let staging = try Staging(what: "backup", in: Staging.memoryBackedParent)
         var cache = try HashCache(vaultID: header.vaultID, master: master)
         var fresh: [String: HashCache.Entry] = [:]
         var started = timespec()
@@ -88,43 +88,23 @@ public enum Backup {
             manifest.created = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
 
             let paths = try VaultFiles.list(layout)
-            let hashed = try VaultFiles.hash(paths, under: layout.root, cache: cache) { n in
-                status("reading the vault: \(n)/\(paths.count) files")
-            }
-            var toUpload: [String] = []
-            var staged = Set<String>()
-            summary.vaultFiles = paths.count
-            summary.vaultFilesRead = hashed.filter { !$0.cached }.count
-            for (p, file) in zip(paths, hashed) {
-                if let stamp = file.stamp, HashCache.isSettled(stamp, started: startedAt) {
-                    fresh[p] = HashCache.Entry(stamp: stamp, hash: file.hash)
-                }
-                let (hash, size) = (file.hash, file.size)
-                manifest.entries.append(Manifest.Entry(path: p, size: size, hash: hash))
-                let object = BackupFormat.objectPath(hash)
-                // Present only whole: an object of another size is what an interrupted upload left, and is
-                // replaced (its name fixes its only right content).
-                if remote.contents.objectSizes[object] == size {
-                    summary.objectsPresent += 1
-                    continue
-                }
-                guard staged.insert(object).inserted else { continue }
-                try staging.link("upload/" + object, to: layout.root + "/" + p)
-                toUpload.append(object)
-                summary.objectsUploaded += 1
-                summary.bytesUploaded += size
-            }
+            var extra: [String] = []
             if !remote.contents.keys.contains(headerHash.hex) {
                 try staging.write("upload/" + BackupFormat.keyPath(headerHash), backupHeader.bytes)
-                toUpload.append(BackupFormat.keyPath(headerHash))
+                extra.append(BackupFormat.keyPath(headerHash))
                 summary.headerUploaded = true
             }
-            if !toUpload.isEmpty {
-                status("uploading \(toUpload.count) objects")
-                // rclone reads the vault's files (through the links) while the lock is still held.
-                try rclone.upload(
-                    from: staging.path + "/upload", listFile: try staging.writeList("upload.list", toUpload))
-            }
+            status("reading the vault: \(paths.count) files")
+            let sent = try ObjectUpload.run(
+                paths, under: layout.root, cache: cache, started: startedAt, present: remote.contents.objectSizes,
+                extra: extra, staging: staging, rclone: rclone, status: status)
+            manifest.entries = sent.entries
+            fresh = sent.fresh
+            summary.vaultFiles = paths.count
+            summary.vaultFilesRead = sent.filesRead
+            summary.objectsUploaded = sent.objectsUploaded
+            summary.bytesUploaded = sent.bytesUploaded
+            summary.objectsPresent = sent.objectsPresent
         }
         manifest.entries.sort { $0.path < $1.path }
         summary.files = manifest.files

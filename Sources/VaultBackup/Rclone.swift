@@ -64,8 +64,9 @@ public final class Rclone {
         args += arguments.dropFirst()
         var out: [Int32] = [-1, -1]
         var err: [Int32] = [-1, -1]
-        // pipe2 is not visible to Swift here; the command is single-threaded, so setting
-        // FD_CLOEXEC right after pipe() leaves no window for another spawn to inherit them.
+        // pipe2 is not visible to Swift here; no other thread starts processes (a pipeline's helper
+        // thread only reads, hashes and moves files), so setting FD_CLOEXEC right after pipe() leaves
+        // no window for another spawn to inherit them.
         guard Rclone.pipeCloseOnExec(&out) else { throw SystemError(errno: errno, operation: "pipe") }
         guard Rclone.pipeCloseOnExec(&err) else {
             let e = errno

@@ -51,40 +51,6 @@ public enum Restore {
         return id
     }
 
-    /// Fetches `manifest`'s objects into `directory` and checks each one's size and hash; returns their bytes.
-    static func fetchAndCheck(
-        _ manifest: Manifest, from remote: RemoteBackup, into directory: String, status: (String) -> Void
-    ) throws -> UInt64 {
-        var objects: [String] = []
-        var wanted = Set<String>()
-        for e in manifest.entries {
-            let object = BackupFormat.objectPath(e.hash)
-            guard remote.contents.objects.contains(object) else {
-                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) is missing")
-            }
-            if wanted.insert(object).inserted { objects.append(object) }
-        }
-        status("downloading \(objects.count) objects")
-        try remote.fetch(objects, into: directory)
-        for object in objects where !FileSystem.exists(directory + "/" + object) {
-            throw remote.damaged("\(object) could not be downloaded")
-        }
-        let hashed = try VaultFiles.hash(objects, under: directory, cache: nil) { n in
-            status("checking \(n)/\(objects.count) objects")
-        }
-        var found: [String: VaultFiles.Hashed] = [:]
-        for (object, h) in zip(objects, hashed) { found[object] = h }
-        var total: UInt64 = 0
-        for e in manifest.entries {
-            let object = BackupFormat.objectPath(e.hash)
-            guard let h = found[object], h.hash == e.hash, h.size == e.size else {
-                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash")
-            }
-            total += h.size
-        }
-        return total
-    }
-
     /// Unlocks snapshot `id`, authenticates its manifest and refuses a rollback.
     static func open(
         _ remote: RemoteBackup, id: UInt64, unlocking: Unlocking, acceptRollback: Bool
@@ -115,7 +81,11 @@ public enum Restore {
         var summary = Summary(
             snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
             objects: manifest.entries.count)
-        summary.objectBytes = try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status)
+        // Each batch is removed once checked: the scratch directory holds a batch or two, not the snapshot.
+        summary.objectBytes = try ObjectDownload.run(
+            manifest, from: remote, into: scratch.path, status: status, alongside: {},
+            place: { entries in for e in entries { unlink(scratch.path + "/" + BackupFormat.objectPath(e.hash)) } }
+        ).bytes
         try SeenSnapshots().record(id, vaultID: manifest.vaultID, remote: rclone.remote)
         return summary
     }
@@ -160,49 +130,54 @@ public enum Restore {
         var summary = Summary(
             snapshot: id, created: manifest.created, files: manifest.files, fileBytes: manifest.fileBytes,
             objects: manifest.entries.count)
-        // This device's slot costs a PBKDF2 at the backup's cost: made on the other core while the
-        // objects download and are checked.
-        let deviceSalt = try keychain.deviceSalt(create: true)
-        let hostName = FileSystem.hostName
-        let (objectBytes, vaultHeader) = try SideBySide.run(
-            { try fetchAndCheck(manifest, from: remote, into: scratch.path, status: status) },
-            {
-                try header.vaultHeader.restored(
-                    master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt,
-                    name: hostName, iterations: Int(header.vaultHeader.legacyBackup?.iterations ?? 0),
-                    now: Int64(time(nil)))
-            })
-        summary.objectBytes = objectBytes
-
-        status("writing the vault")
         let layout = VaultLayout(root: target)
         try layout.createDirectories()
         let vaultDirectory = try layout.directory()
         let scratchDirectory = try DirectoryDescriptor(path: scratch.path)
         var placed: [String: AnchoredPath] = [:]  // object → where it went (an object named twice is copied)
-        for e in manifest.entries {
-            let object = BackupFormat.objectPath(e.hash)
-            let destination = vaultDirectory.file(e.path)
-            try destination.parent.makeDirectory()
-            if let first = placed[object] {
-                let fd = try destination.createExclusive()
-                try fd.write(try first.read(limit: Int.max), at: 0)
-                try fd.sync()
-            } else {
-                try destination.rename(from: scratchDirectory.file(object))
-                placed[object] = destination
-            }
-        }
-        try FileSystem.syncFileSystem(containing: layout.root)
-        // The header last, as `init` does: a directory without it is not (yet) a vault. (Written as a
-        // temporary created O_EXCL beside it, synced, renamed.)
-        try layout.writeHeader(vaultHeader)
+        let deviceSalt = try keychain.deviceSalt(create: true)
+        let hostName = FileSystem.hostName
+        // Each batch of objects is moved into the vault once checked, while the next downloads. This
+        // device's slot costs a PBKDF2 at the backup's cost: made first, while the first batch downloads.
+        let (objectBytes, vaultHeader) = try ObjectDownload.run(
+            manifest, from: remote, into: scratch.path, status: status,
+            alongside: {
+                try header.vaultHeader.restored(
+                    master: master, credential: credential, pattern: pattern, deviceSalt: deviceSalt,
+                    name: hostName, iterations: Int(header.vaultHeader.legacyBackup?.iterations ?? 0),
+                    now: Int64(time(nil)))
+            },
+            place: { entries in
+                for e in entries {
+                    let object = BackupFormat.objectPath(e.hash)
+                    let destination = vaultDirectory.file(e.path)
+                    try destination.parent.makeDirectory()
+                    if let first = placed[object] {
+                        let fd = try destination.createExclusive()
+                        try fd.write(try first.read(limit: Int.max), at: 0)
+                        try fd.sync()
+                    } else {
+                        try destination.rename(from: scratchDirectory.file(object))
+                        placed[object] = destination
+                    }
+                }
+            })
+        summary.objectBytes = objectBytes
 
-        status("verifying the restored vault")
-        let vault = try VaultAccess.open(
-            at: layout.root, master: master.slice(0..<master.count), keychain: nil, readOnly: true)
-        let report = vault.verify(scanForStrayBlobs: false)
-        try vault.close()
+        // Syncing waits on the disk and verifying works the CPU, so the two go side by side; the
+        // header only after both, as `init` writes it last: a directory without it is not (yet) a
+        // vault. (Written as a temporary created O_EXCL beside it, synced, renamed.)
+        status("writing the vault to disk and verifying it")
+        let (_, report) = try SideBySide.run(
+            { try FileSystem.syncFileSystem(containing: layout.root) },
+            { () throws -> VerifyReport in
+                let vault = try VaultAccess.open(
+                    at: layout.root, header: vaultHeader, master: master.slice(0..<master.count))
+                let report = vault.verify(scanForStrayBlobs: false)
+                try vault.close()
+                return report
+            })
+        try layout.writeHeader(vaultHeader)
         summary.chunksChecked = report.chunksChecked
         if let g = generation, g > manifest.generation {
             try keychain.setGeneration(manifest.generation, for: manifest.vaultID)

@@ -20,6 +20,18 @@ public final class Staging {
 
     deinit { Staging.removeTree(path) }
 
+    /// A parent for a staging directory that holds only small files and symbolic links: a memory
+    /// filesystem where there is one (XDG_RUNTIME_DIR, which is one by its specification; else
+    /// /dev/shm), else TMPDIR or /tmp. A backup stages a link per object, and a new inode costs a
+    /// disk filesystem far more than memory does (half a millisecond each on ext4 after many
+    /// deletions, against microseconds: seconds for 10,000 files).
+    public static var memoryBackedParent: String? {
+        for candidate in [FileSystem.environment("XDG_RUNTIME_DIR"), "/dev/shm"] {
+            if let c = candidate, FileSystem.isDirectory(c), access(c, W_OK | X_OK) == 0 { return c }
+        }
+        return nil
+    }
+
     /// Writes `bytes` to a new file `relative` (parents made as needed); fails if it exists.
     public func write(_ relative: String, _ bytes: [UInt8]) throws {
         let full = path + "/" + relative

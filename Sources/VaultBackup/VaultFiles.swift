@@ -34,17 +34,15 @@ enum VaultFiles {
     }
 
     /// SHA-256 and size of each of `paths` (relative to `root`): from `cache` where the file's
-    /// stamp is unchanged, else read, on two threads (hashing is the CPU work; rclone waits for it).
-    static func hash(
-        _ paths: [String], under root: String, cache: HashCache?, progress: (Int) -> Void
-    ) throws
-        -> [Hashed]
-    {
-        // Storage allocated before the threads start: each worker writes only its own slots through
-        // the pointers (never the array or the class's properties themselves), read after both end.
+    /// stamp is unchanged, else read, on two threads (hashing is the CPU work), each taking the next
+    /// file as it finishes one so that a large file does not leave the other thread idle.
+    static func hash(_ paths: [String], under root: String, cache: HashCache?) throws -> [Hashed] {
+        // Storage allocated before the threads start: each slot is written by the one worker that
+        // took its index (never the array or the class's properties themselves), read after both end.
         final class Results: @unchecked Sendable {
             let hashed: UnsafeMutableBufferPointer<Hashed?>
             let failures = UnsafeMutableBufferPointer<Error?>.allocate(capacity: 2)
+            let next = Guarded(0)
             init(_ n: Int) {
                 hashed = .allocate(capacity: n)
                 hashed.initialize(repeating: nil)
@@ -56,26 +54,29 @@ enum VaultFiles {
                 failures.deinitialize()
                 failures.deallocate()
             }
-        }
-        let results = Results(paths.count)
-        // Batches, so that progress is reported between them from this thread.
-        let batch = 512
-        for start in stride(from: 0, to: paths.count, by: batch) {
-            progress(start)
-            let end = min(start + batch, paths.count)
-            DispatchQueue.concurrentPerform(iterations: 2) { worker in
-                var buffer: [UInt8] = []
-                do {
-                    for i in stride(from: start + worker, to: end, by: 2) {
-                        results.hashed[i] = try hash(
-                            root + "/" + paths[i], cache: cache, key: paths[i], buffer: &buffer)
-                    }
-                } catch {
-                    results.failures[worker] = error
+            /// The next index nobody has taken, or nil when all are taken or a worker failed.
+            func take(_ count: Int) -> Int? {
+                next.withLock { n in
+                    guard n < count else { return nil }
+                    n += 1
+                    return n - 1
                 }
             }
-            if let e = results.failures[0] ?? results.failures[1] { throw e }
+            func stop(_ count: Int) { next.withLock { $0 = count } }
         }
+        let results = Results(paths.count)
+        DispatchQueue.concurrentPerform(iterations: 2) { worker in
+            var buffer: [UInt8] = []
+            do {
+                while let i = results.take(paths.count) {
+                    results.hashed[i] = try hash(root + "/" + paths[i], cache: cache, key: paths[i], buffer: &buffer)
+                }
+            } catch {
+                results.failures[worker] = error
+                results.stop(paths.count)
+            }
+        }
+        if let e = results.failures[0] ?? results.failures[1] { throw e }
         return results.hashed.map { $0! }
     }
 

@@ -127,6 +127,13 @@ public enum VaultAccess {
             acceptRollback: acceptRollback, settlingNewerBlobs: settlingNewerBlobs)
     }
 
+    /// Opens read-only a vault directory whose header is `header`, which is not (yet) written there:
+    /// a restore checks the vault it laid out before its header makes the directory a vault.
+    public static func open(at path: String, header: VaultHeader, master: SecureBytes) throws -> UnlockedVault {
+        try UnlockedVault(
+            layout: VaultLayout(root: path), header: header, master: master, readOnly: true, generations: nil)
+    }
+
     /// Sets this device's credential: its slot is resealed (or added, on a device that has none yet:
     /// the recovery phrase's way onto a new machine); other devices' slots, the recovery envelope, every
     /// index record and blob stay as they are. Holds the vault lock meanwhile, so the header never

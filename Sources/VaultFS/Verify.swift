@@ -20,33 +20,30 @@ public struct VerifyReport {
 
 extension UnlockedVault {
     /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
-    /// record (truncation and extension). `progress(done, total)` is called as files are checked.
+    /// record (truncation and extension). Files are checked on two threads; `progress(done, total)` is
+    /// called on the calling thread as they are.
     public func verify(scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
         reaper.drain()  // deleted files' blobs are gone before the scan for strays
         var report = VerifyReport()
         let (files, paths) = meta.withLock { s in
             (s.index.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, s.pathsByInode())
         }
-        var referenced = Set<[UInt8]>()
+        let referenced = Set(files.map(\.blobID))
         let unlinked = files.filter { $0.linkCount == 0 }.count
         if unlinked > 0 {
             report.notices.append(
                 "\(unlinked) file(s) with no name left by an interrupted command or a crash; "
                     + "the next writable open removes them")
         }
-        for (n, node) in files.enumerated() {
-            referenced.insert(node.blobID)
+        for finding in check(files, paths: paths, progress: progress) {
             // No name: nothing the user can reach; its blob may never have been made.
-            if node.linkCount == 0 {
-                progress(n + 1, files.count)
-                continue
+            guard let finding else { continue }
+            if let reason = finding.damage {
+                report.damaged.append((finding.name, reason))
             }
-            let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
-            if let reason = verifyFile(node, report: &report, paths: { _ in name }) {
-                report.damaged.append((name, reason))
-            }
+            report.notices += finding.part.notices
+            report.chunksChecked += finding.part.chunksChecked
             report.filesChecked += 1
-            progress(n + 1, files.count)
         }
         if scanForStrayBlobs {
             report.orphanedThumbnails = orphanedThumbnails(referenced: referenced)
@@ -67,6 +64,57 @@ extension UnlockedVault {
             }
         }
         return report
+    }
+
+    /// What checking one file found: its damage, if any, and the chunks and notices it counted.
+    private struct FileFinding {
+        /// The path the report gives it.
+        var name: String
+        var damage: String?
+        var part = VerifyReport()
+    }
+
+    /// Checks the named ones of `files` on two threads (decryption is the work), each taking the next
+    /// file as it finishes one, so that one large file does not leave the other thread idle. The
+    /// findings come in `files`' order (nil for a file without a name); `progress` is called on the
+    /// calling thread.
+    private func check(
+        _ files: [Inode], paths: [UInt64: [String]], progress: (Int, Int) -> Void
+    ) -> [FileFinding?] {
+        let next = Guarded(0)
+        let done = Guarded(0)
+        func worker(reporting: Bool) -> [(Int, FileFinding?)] {
+            var found: [(Int, FileFinding?)] = []
+            while let i = next.withLock({ n -> Int? in
+                guard n < files.count else { return nil }
+                n += 1
+                return n - 1
+            }) {
+                let node = files[i]
+                var finding: FileFinding?
+                if node.linkCount > 0 {
+                    let name = paths[node.id]?.sorted().first ?? "(unlinked inode \(node.id))"
+                    var f = FileFinding(name: name)
+                    f.damage = verifyFile(node, report: &f.part, paths: { _ in name })
+                    finding = f
+                }
+                found.append((i, finding))
+                let count = done.withLock { d in
+                    d += 1
+                    return d
+                }
+                if reporting { progress(count, files.count) }
+            }
+            return found
+        }
+        // Neither worker throws; without a second thread this one checks every file.
+        let (here, helper) =
+            (try? SideBySide.run({ worker(reporting: true) }, { worker(reporting: false) }))
+            ?? (worker(reporting: true), [])
+        if !files.isEmpty { progress(files.count, files.count) }
+        var findings = [FileFinding?](repeating: nil, count: files.count)
+        for (i, f) in here + helper { findings[i] = f }
+        return findings
     }
 
     /// Deals with blobs that no record names (as `verify` found them), checking again under the lock

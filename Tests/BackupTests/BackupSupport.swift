@@ -130,13 +130,83 @@ final class BackupWorld {
         return out
     }
 
-    static func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+    /// `count` random bytes (from /dev/urandom: tests put tens of megabytes).
+    static func random(_ count: Int) -> Data {
+        let urandom = FileHandle(forReadingAtPath: "/dev/urandom")!
+        defer { try? urandom.close() }
+        return urandom.readData(ofLength: count)
+    }
 
     /// The number in "<label> N" in a summary line, e.g. "uploaded 3 objects".
     static func number(after label: String, in text: String) -> Int? {
         guard let r = text.range(of: label) else { return nil }
         return Int(text[r.upperBound...].prefix { $0.isNumber })
     }
+
+    /// The number in "N <label>" in a summary line, e.g. "5 objects already there".
+    static func number(before label: String, in text: String) -> Int? {
+        guard let r = text.range(of: " " + label) else { return nil }
+        return Int(String(text[..<r.lowerBound].reversed().prefix { $0.isNumber }.reversed()))
+    }
+}
+
+/// rclone behind a script that records each `copy` — its list of names, in the order of the runs —
+/// notes whether two ever ran at once, and can refuse one upload the way an unreachable remote would.
+/// Given to vaultaire through VAULTAIRE_RCLONE (`environment`).
+final class RcloneRecorder {
+    let directory: String
+    let script: String
+
+    /// `failingUpload`: the number (from 1) of the upload to refuse, with "simulated failure of upload N".
+    init(in world: BackupWorld, name: String, failingUpload: Int? = nil) throws {
+        directory = world.root + "/" + name
+        script = directory + "/rclone"
+        try FileManager.default.createDirectory(atPath: directory + "/runs", withIntermediateDirectories: true)
+        let text = """
+            #!/bin/bash
+            runs='\(directory)/runs'
+            [ "$1" = copy ] || exec /usr/bin/rclone "$@"
+            direction=down list= previous=
+            for a in "$@"; do
+              [ "$a" = --copy-links ] && direction=up
+              [ "$previous" = --files-from ] && list="$a"
+              previous="$a"
+            done
+            n=$(( $(ls "$runs" | grep -c "^$direction-[0-9]*$") + 1 ))
+            cp "$list" "$runs/$direction-$n"
+            mkdir "$runs/running" 2>/dev/null || touch "$runs/overlapped"
+            if [ "$direction" = up ] && [ "$n" = "\(failingUpload ?? 0)" ]; then
+              echo "$(date '+%Y/%m/%d %H:%M:%S') ERROR : simulated failure of upload $n" >&2
+              rmdir "$runs/running"
+              exit 1
+            fi
+            /usr/bin/rclone "$@"
+            status=$?
+            rmdir "$runs/running"
+            exit $status
+
+            """
+        try text.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+    }
+
+    var environment: [String: String] { ["VAULTAIRE_RCLONE": script] }
+
+    /// The names each upload (or download) sent, in the order of the runs.
+    func runs(_ direction: String) -> [[String]] {
+        var out: [[String]] = []
+        while let text = try? String(contentsOfFile: "\(directory)/runs/\(direction)-\(out.count + 1)", encoding: .utf8)
+        {
+            out.append(text.split(separator: "\n").map(String.init))
+        }
+        return out
+    }
+
+    var uploads: [[String]] { runs("up") }
+    var downloads: [[String]] { runs("down") }
+
+    /// Whether a run started while another was still going.
+    var overlapped: Bool { FileManager.default.fileExists(atPath: directory + "/runs/overlapped") }
 }
 
 /// A TCP port nothing listens on right now.
