@@ -1,3 +1,4 @@
+import Glibc
 import VaultSystem
 
 /// A snapshot's objects fetched in batches and each batch checked while the next downloads: the
@@ -5,6 +6,12 @@ import VaultSystem
 /// object of a downloaded batch against the authenticated manifest — there, of its size, of its
 /// hash — and hands the batch's entries to the caller to place. The first failure stops both, and
 /// is thrown: nothing is placed that has not passed its check.
+///
+/// rclone's own post-copy checksum is skipped (`--ignore-checksum`): the SHA-256 against the
+/// authenticated manifest is the check that counts, and rclone's costs a second read of every object
+/// on the local backend. So that a transfer corrupted on its way is not reported as damage, an object
+/// that is missing or fails its hash is fetched once more, alone and with rclone's checksum, after the
+/// batches; only one that fails again is damage. Entries naming it wait for that second fetch.
 enum ObjectDownload {
     /// One rclone run: the objects it fetches, and the manifest entries they complete, in manifest
     /// order (an entry whose object came in an earlier batch goes with the batch that names it).
@@ -66,46 +73,80 @@ enum ObjectDownload {
                 var fetched = 0
                 for (k, batch) in plan.enumerated() {
                     status("downloading \(batch.objects.count) objects (\(fetched) of \(objects) done)")
-                    try remote.fetch(batch.objects, into: directory)
+                    try remote.fetch(batch.objects, into: directory, rcloneChecksums: false)
                     fetched += batch.objects.count
                     guard send(k) else { return }
                 }
             },
             use: { receive in
                 let extra = try alongside()
-                let total = try checkAndPlace(
-                    plan, receive: receive, in: directory, manifest: manifest, remote: remote.remote, place: place)
-                return (total, extra)
+                let progress = try checkAndPlace(
+                    plan, receive: receive, in: directory, manifest: manifest, place: place)
+                return (progress, extra)
             })
-        return checked
+        let (progress, extra) = checked
+        guard !progress.suspects.isEmpty else { return (progress.bytes, extra) }
+        // The second fetch, on this thread (one rclone at a time), of what failed the first time.
+        let again = progress.suspects.sorted()
+        for object in again { _ = unlink(directory + "/" + object) }
+        status("downloading \(again.count) objects again (they did not match their hash)")
+        try remote.fetch(again, into: directory, rcloneChecksums: true)
+        let hashed = try check(again, in: directory)
+        var bytes = progress.bytes
+        for e in progress.waiting {
+            let object = BackupFormat.objectPath(e.hash)
+            guard let h = hashed[object] else {
+                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) could not be downloaded")
+            }
+            guard h.hash == e.hash, h.size == e.size else {
+                throw remote.damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash")
+            }
+            bytes += h.size
+        }
+        try place(progress.waiting)
+        return (bytes, extra)
+    }
+
+    /// What the helper thread checked: the bytes of the entries placed, the objects that were missing
+    /// or failed their hash, and the entries that name them (in manifest order), not placed yet.
+    struct Progress {
+        var bytes: UInt64 = 0
+        var suspects = Set<String>()
+        var waiting: [Manifest.Entry] = []
+    }
+
+    /// The hashes of those of `objects` present in `directory`.
+    private static func check(_ objects: [String], in directory: String) throws -> [String: VaultFiles.Hashed] {
+        let present = objects.filter { FileSystem.exists(directory + "/" + $0) }
+        let hashed = try VaultFiles.hash(present, under: directory, cache: nil)
+        return Dictionary(zip(present, hashed), uniquingKeysWith: { first, _ in first })
     }
 
     /// The helper thread's part: checks each downloaded batch (`receive` gives their numbers in
-    /// `plan`), then places its entries; returns the bytes of the entries checked.
+    /// `plan`), then places the entries whose objects passed; the others wait (see `Progress`).
     private static func checkAndPlace(
-        _ plan: [Batch], receive: () -> [Int]?, in directory: String, manifest: Manifest, remote: String,
+        _ plan: [Batch], receive: () -> [Int]?, in directory: String, manifest: Manifest,
         place: ([Manifest.Entry]) throws -> Void
-    ) throws -> UInt64 {
-        func damaged(_ what: String) -> BackupError { .remoteDamaged(remote: remote, what: what) }
+    ) throws -> Progress {
         var found: [String: VaultFiles.Hashed] = [:]
-        var total: UInt64 = 0
+        var progress = Progress()
         while let ready = receive() {
             for batch in ready.map({ plan[$0] }) {
-                for object in batch.objects where !FileSystem.exists(directory + "/" + object) {
-                    throw damaged("\(object) could not be downloaded")
-                }
-                let hashed = try VaultFiles.hash(batch.objects, under: directory, cache: nil)
-                for (object, h) in zip(batch.objects, hashed) { found[object] = h }
+                found.merge(try check(batch.objects, in: directory)) { first, _ in first }
+                var passed: [Manifest.Entry] = []
                 for e in batch.entries {
                     let object = BackupFormat.objectPath(e.hash)
-                    guard let h = found[object], h.hash == e.hash, h.size == e.size else {
-                        throw damaged("\(object) (\(e.path) of snapshot \(manifest.id)) does not match its hash")
+                    if !progress.suspects.contains(object), let h = found[object], h.hash == e.hash, h.size == e.size {
+                        passed.append(e)
+                        progress.bytes += h.size
+                    } else {
+                        progress.suspects.insert(object)
+                        progress.waiting.append(e)
                     }
-                    total += h.size
                 }
-                try place(batch.entries)
+                try place(passed)
             }
         }
-        return total
+        return progress
     }
 }

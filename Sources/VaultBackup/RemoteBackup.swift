@@ -28,11 +28,13 @@ final class RemoteBackup {
     func damaged(_ what: String) -> BackupError { .remoteDamaged(remote: remote, what: what) }
 
     /// Downloads `paths` (relative to the backup's root) into `directory` in one rclone run.
-    func fetch(_ paths: [String], into directory: String) throws {
+    /// Downloads `paths` into `directory`. Without `rcloneChecksums`, rclone skips its post-copy
+    /// checksum: for callers that check every byte against the manifest themselves.
+    func fetch(_ paths: [String], into directory: String, rcloneChecksums: Bool = true) throws {
         guard !paths.isEmpty else { return }
         fetchCount += 1
         let list = try staging.writeList("list-\(fetchCount)", paths)
-        try rclone.download(to: directory, listFile: list)
+        try rclone.download(to: directory, listFile: list, checksums: rcloneChecksums)
     }
 
     var fetched: String { staging.path + "/fetched" }
