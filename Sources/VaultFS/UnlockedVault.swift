@@ -92,7 +92,7 @@ public final class UnlockedVault: @unchecked Sendable {
             acceptedRollback = (seen, store.lastSeq)
         }
         if !readOnly { notices += try recoverAfterCrash() }
-        if lock?.staleNotice != nil { notices += try setAsideBlobsOfTheInterruptedSession(newerBlobs) }
+        if lock?.leftByThisBoot == true { notices += try setAsideBlobsOfTheInterruptedSession(newerBlobs) }
         if !readOnly && header.version < VaultHeader.formatVersion { try upgradeFormat(master: master) }
     }
 

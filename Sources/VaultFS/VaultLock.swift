@@ -18,6 +18,10 @@ final class VaultLock {
     private(set) var staleNotice: String?
     /// What a gone holder left in the file, to put back at release (unless cleared).
     private var leftover: [UInt8]?
+    /// Whether the gone holder ran on this machine since it booted (its line names this boot): only
+    /// then is what it left certainly this machine's crash, not a lock a sync client brought from
+    /// another machine that has the vault open.
+    private(set) var leftByThisBoot = false
 
     private init(fd: FileDescriptor, file: AnchoredPath) {
         self.fd = fd
@@ -60,6 +64,7 @@ final class VaultLock {
                 readPID(fd).map { "a lock left by process \($0), which is gone, was cleared" }
                 ?? "a leftover lock file was cleared"
             if !clearingLeftover { lock.leftover = readLeftover(fd) }
+            lock.leftByThisBoot = readHolder(fd).map { $0.boot != nil && $0.boot == currentBoot } ?? false
         }
         try lock.recordHolder()
         return lock
@@ -69,26 +74,52 @@ final class VaultLock {
     /// it has detached (the PID written before the fork is the parent's, which exits).
     func recordHolder() throws {
         try fd.truncate(to: 0)
-        try fd.write(Array("\(getpid())\n".utf8), at: 0)
+        try fd.write(Array("\(getpid())\(VaultLock.currentBoot.map { " " + $0 } ?? "")\n".utf8), at: 0)
     }
 
-    /// The PID in a lock file: 1 to 10 decimal digits and an optional newline, nothing else.
-    static func parsePID(_ bytes: [UInt8]) -> Int32? {
-        var digits = bytes[...]
-        if digits.last == UInt8(ascii: "\n") { digits = digits.dropLast() }
-        guard (1...10).contains(digits.count),
-            digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-            let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0
+    /// This boot's ID (the kernel's random boot_id: 36 characters of hex digits and dashes), if readable.
+    static let currentBoot: String? = {
+        guard let bytes = try? FileSystem.readFile("/proc/sys/kernel/random/boot_id", limit: 64) else { return nil }
+        let id = bytes.last == UInt8(ascii: "\n") ? Array(bytes.dropLast()) : bytes
+        return isBootID(id) ? String(decoding: id, as: UTF8.self) : nil
+    }()
+
+    static func isBootID(_ bytes: [UInt8]) -> Bool {
+        bytes.count == 36
+            && bytes.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+                    || $0 == UInt8(ascii: "-")
+            }
+    }
+
+    /// A lock file's line: 1 to 10 decimal digits (the PID), optionally a space and a boot ID, and an
+    /// optional newline; nothing else.
+    static func parseHolder(_ bytes: [UInt8]) -> (pid: Int32, boot: String?)? {
+        var line = bytes[...]
+        if line.last == UInt8(ascii: "\n") { line = line.dropLast() }
+        var boot: String?
+        if let space = line.firstIndex(of: UInt8(ascii: " ")) {
+            let tail = Array(line[(space + 1)...])
+            guard isBootID(tail) else { return nil }
+            boot = String(decoding: tail, as: UTF8.self)
+            line = line[..<space]
+        }
+        guard (1...10).contains(line.count),
+            line.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let value = Int32(String(decoding: line, as: UTF8.self)), value > 0
         else { return nil }
-        return value
+        return (value, boot)
     }
 
-    private static func readPID(_ fd: FileDescriptor) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 16)
+    private static func readPID(_ fd: FileDescriptor) -> Int32? { readHolder(fd)?.pid }
+
+    private static func readHolder(_ fd: FileDescriptor) -> (pid: Int32, boot: String?)? {
+        var buffer = [UInt8](repeating: 0, count: 64)
         guard let n = try? buffer.withUnsafeMutableBytes({ try fd.read(into: $0, at: 0) }), n < buffer.count else {
             return nil
         }
-        return parsePID(Array(buffer[0..<n]))
+        return parseHolder(Array(buffer[0..<n]))
     }
 
     /// The first bytes of a leftover lock file (a PID, or whatever a crash left: 64 bytes are plenty

@@ -67,6 +67,26 @@ final class VaultDirectoryTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: vault + "/mount.lock"))
     }
 
+    /// A lock that a sync client brought from another machine (its line names another boot) is not
+    /// this machine's crash: a blob no record names, newer than the index, is left where it is (it may
+    /// be that machine's file whose index has not arrived), never moved or removed.
+    func testALockFromAnotherBootSetsNothingAside() throws {
+        let w = try CLIWorld()
+        let (vault, pw, _) = try setUp(w)
+        try w.run(["put", vault, pw, "/a.txt", "--passphrase-file", pw])
+        let fm = FileManager.default
+        let existing = try XCTUnwrap(
+            try fm.subpathsOfDirectory(atPath: vault).first { $0.hasPrefix("blobs/") && $0.count == 39 })
+        let foreign = "blobs/" + String(existing.dropFirst(6).prefix(3)) + String(repeating: "7", count: 30)
+        try fm.copyItem(atPath: vault + "/" + existing, toPath: vault + "/" + foreign)
+        try fm.setAttributes([.modificationDate: Date().addingTimeInterval(5)], ofItemAtPath: vault + "/" + foreign)
+        _ = fm.createFile(
+            atPath: vault + "/mount.lock", contents: Data("4194999 00000000-0000-0000-0000-000000000000\n".utf8))
+        try w.run(["mkdir", vault, "/d", "--passphrase-file", pw], expect: nil)
+        XCTAssertTrue(fm.fileExists(atPath: vault + "/" + foreign), "the other machine's blob is left in place")
+        XCTAssertFalse(fm.fileExists(atPath: vault + "/lost+found"))
+    }
+
     func testAFIFOAsTheLockFileIsRefusedWithoutHanging() throws {
         let w = try CLIWorld()
         let (vault, pw, _) = try setUp(w)

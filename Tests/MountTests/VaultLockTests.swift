@@ -9,7 +9,10 @@ final class VaultLockTests: MountTestCase {
     func testTheBusyMessageNamesTheLiveDaemon() throws {
         try mv.mount()
         let daemon = try mv.mountProcess()
-        XCTAssertEqual(try String(contentsOfFile: mv.vault + "/mount.lock", encoding: .utf8), "\(daemon)\n")
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+        XCTAssertEqual(
+            try String(contentsOfFile: mv.vault + "/mount.lock", encoding: .utf8), "\(daemon) \(boot)",
+            "the daemon's PID and this boot's ID")
         let r = try mv.vaultaire(["mkdir", mv.vault, "/d", "--passphrase-file", mv.passphraseFile], expect: 19)
         XCTAssertTrue(r.stderr.contains("process \(daemon) "), r.stderr)
         XCTAssertEqual(r.errorLines.count, 1, r.stderr)
