@@ -38,6 +38,7 @@ public enum MemoryScan {
         defer { close(mem) }
         var found = [Int](repeating: 0, count: secrets.count)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        let overlap = max(0, (secrets.map(\.bytes.count).max() ?? 1) - 1)
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
@@ -45,16 +46,24 @@ public enum MemoryScan {
             let range = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
             guard range.count == 2 else { continue }
             var address = range[0]
+            // The last bytes of the previous read go first in the buffer, so that a secret lying
+            // across two reads is found; fewer than the longest secret, so none is counted twice.
+            var carried = 0
             while address < range[1] {
-                let length = Int(min(UInt(buffer.count), range[1] - address))
+                let length = Int(min(UInt(buffer.count - carried), range[1] - address))
                 let n = buffer.withUnsafeMutableBytes { b in
-                    pread(mem, b.baseAddress, length, off_t(Int64(bitPattern: UInt64(address))))
+                    pread(mem, b.baseAddress! + carried, length, off_t(Int64(bitPattern: UInt64(address))))
                 }
                 if n <= 0 { break }
+                let filled = carried + n
                 buffer.withUnsafeBytes { b in
                     for (i, secret) in secrets.enumerated() {
-                        found[i] += count(secret.bytes, in: UnsafeRawBufferPointer(rebasing: b[0..<n]))
+                        found[i] += count(secret.bytes, in: UnsafeRawBufferPointer(rebasing: b[0..<filled]))
                     }
+                }
+                carried = min(overlap, filled)
+                buffer.withUnsafeMutableBytes { b in
+                    b.baseAddress!.copyMemory(from: b.baseAddress! + filled - carried, byteCount: carried)
                 }
                 address += UInt(n)
             }

@@ -169,7 +169,7 @@ final class DeviceSlotTests: XCTestCase {
 
     /// A damaged header outside this device's slot: reading still works with a warning and writing is
     /// refused.
-    func testADamagedHeaderIsReadableAndRepairedByVerify() throws {
+    func testADamagedHeaderIsReadableAndRefusesWrites() throws {
         let w = try CLIWorld()
         let (vault, pw, phrase) = try w.makeVault()
         try w.run(["put", vault, pw, "/kept.txt", "--passphrase-file", pw])

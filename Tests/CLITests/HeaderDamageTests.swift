@@ -136,6 +136,22 @@ final class HeaderDamageTests: XCTestCase {
         try w.run(["mkdir", vault, "/writable-again", "--passphrase-file", pw])
     }
 
+    /// The reviewer's case: the chunk size changed (every envelope fails, its AAD holds it) on a
+    /// device that remembers the master key. A repair with the remembered key alone would seal the
+    /// wrong chunk size under a new MAC: it is refused, and the header is left as it was.
+    func testARememberedKeyAloneDoesNotRewriteTheHeader() throws {
+        let w = try CLIWorld()
+        let (vault, _, _) = try w.makeVault(remember: true)
+        var header = try readHeader(vault)
+        header[22] ^= 0x01
+        try writeHeader(header, vault)
+        let newPhrase = w.root + "/new-phrase.txt"
+        let r = try w.run(["verify", vault, "--repair", "--new-recovery-phrase-out", newPhrase], expect: 9)
+        XCTAssertTrue(r.stderr.contains("was not rewritten"), r.stderr)
+        XCTAssertEqual(try readHeader(vault), header)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: newPhrase), "no phrase file that opens nothing")
+    }
+
     /// A flipped bit in this device's salt ID hides its slot: the right credential still opens a slot
     /// with this device's salt, so the vault reads with a warning instead of "no slot for this device".
     func testADamagedSaltIDStillOpensWithTheRightCredential() throws {

@@ -132,7 +132,6 @@ final class UnhappyPathTests: MountTestCase {
         XCTAssertGreaterThan(versions.count, 1, "the saves made progress between kills")
     }
 
-    /// `vaultaire unmount .` from a shell whose working directory is the mount.
     /// A damaged `vault.header` (one flipped bit in the recovery envelope) through a real mount: a
     /// read-write mount is refused with exit 13 naming the header and nothing is mounted; a read-only
     /// mount serves every file, warns, and refuses writes.
@@ -164,6 +163,7 @@ final class UnhappyPathTests: MountTestCase {
             [UInt8](try Data(contentsOf: URL(fileURLWithPath: headerPath))), header, "the header is left as found")
     }
 
+    /// `vaultaire unmount .` from a shell whose working directory is the mount.
     func testUnmountFromInsideTheMount() throws {
         try mv.mount()
         let r = try mv.execute("/bin/bash", ["-c", "cd '\(mv.mountpoint)' || exit 9; exec '\(mv.binary)' unmount ."])

@@ -101,11 +101,16 @@ enum VerifyCommand {
         defer { phrase?.wipe() }
         let master: SecureBytes
         var phraseChecked = false
+        // Whether an envelope of this header (this device's slot, or the recovery envelope) opened to
+        // the master key: a remembered key alone shows nothing of the header's own parameters.
+        var envelopeOpened = false
         if let phrase, args.value("passphrase-file") == nil, args.value("extpass") == nil {
             master = try header.unlock(recoveryPhrase: phrase)
             phraseChecked = true
         } else {
-            master = try obtainMasterKey(args, vault: path, keychain: keychain).master
+            let (key, credential) = try obtainMasterKey(args, vault: path, keychain: keychain)
+            master = key
+            envelopeOpened = credential != nil
         }
         defer { master.wipe() }
         // Whether the recovery envelope opens to this master key: nil when no phrase was given.
@@ -127,6 +132,14 @@ enum VerifyCommand {
             throw CLIError.message("the recovery phrase does not open this vault's recovery envelope", .wrongCredential)
         }
         if repair && (headerDamage != nil || args.value("new-recovery-phrase-out") != nil) {
+            // A header whose vault ID or chunk size was changed still yields a remembered key, while
+            // every envelope fails: resealing it would make the MAC vouch for the wrong parameters.
+            guard envelopeOpened || phraseChecked else {
+                throw CLIError.message(
+                    "vault.header was not rewritten: a remembered master key alone does not show the header's "
+                        + "parameters intact; give the credential (--passphrase-file) or the recovery phrase "
+                        + "(--recovery-phrase-file)", .credentialUnavailable)
+            }
             try repairHeader(args, vault: path, master: master, recoveryOpens: recoveryOpens, damage: headerDamage)
             headerDamage = nil
         }
@@ -202,8 +215,16 @@ extension VerifyCommand {
             let phrase = try RecoveryPhrase.generate(words: wordlist)
             // The phrase is durable before the envelope it opens replaces the old one: a crash between
             // leaves the old envelope and a phrase file that does not open it yet, never the reverse.
+            // Refused before the file is made when the vault is busy or holds conflict copies.
+            try VaultAccess.checkWritable(at: path)
             try writeNewRecoveryPhrase(phrase, to: out)
-            try VaultAccess.replaceRecoveryEnvelope(at: path, master: master, phrase: phrase, wordlist: wordlist)
+            do {
+                try VaultAccess.replaceRecoveryEnvelope(at: path, master: master, phrase: phrase, wordlist: wordlist)
+            } catch {
+                // A phrase that opens nothing must not be left to be trusted.
+                _ = unlink(out)
+                throw error
+            }
             printError(
                 "\(damage == nil ? "Done" : "Repaired"): vault.header's recovery envelope replaced and its checksum and MAC rewritten; the new "
                     + "recovery phrase is in \(out) (move it somewhere safe, off this machine); the old phrase no "
