@@ -5,6 +5,7 @@ let package = Package(
     name: "Vaultaire",
     products: [
         .executable(name: "vaultaire", targets: ["vaultaire"]),
+        .executable(name: "vaultaire-populate", targets: ["VaultPopulate"]),
         // For the fuzz targets in Fuzz/, which depend on this package by path.
         .library(name: "VaultFormat", targets: ["VaultFormat"]),
         .library(name: "VaultCrypto", targets: ["VaultCrypto"]),
@@ -75,6 +76,10 @@ let package = Package(
                 "VaultCrypto", "VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS", "VaultFUSE", "VaultBackup",
                 "VaultThumbnails",
             ]),
+
+        // Fills a vault with many small files through the engine, for the benchmarks' scale part.
+        .executableTarget(
+            name: "VaultPopulate", dependencies: ["VaultSystem", "VaultFormat", "VaultKeychain", "VaultFS"]),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], resources: [.copy("Vectors")]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),

@@ -24,7 +24,11 @@ extension UnlockedVault {
         var orphans = 0
         var changes: [IndexChange] = []
         let inodes = meta.withLock { $0.index.inodes }
-        for (id, var node) in inodes {
+        let suspects = inodes.ids { kind, links, needsCheck in
+            (kind != .directory && links == 0) || (needsCheck && kind == .file)
+        }
+        for id in suspects {
+            guard var node = inodes[id] else { continue }
             if node.kind != .directory && node.linkCount == 0 {
                 changes.append(.removeInode(id))
                 deleteBlob(node)

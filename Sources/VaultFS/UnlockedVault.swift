@@ -78,7 +78,9 @@ public final class UnlockedVault: @unchecked Sendable {
         notices += report.notices
         if readOnly || settlingNewerBlobs {
             syncConflicts = meta.withLock { s in
-                UnlockedVault.describe(conflicts, root: layout.root, files: s.fileNamesByBlob())
+                // Naming files walks the whole tree: only for a vault that has conflict copies.
+                UnlockedVault.describe(
+                    conflicts, root: layout.root, files: conflicts.isEmpty ? [:] : s.fileNamesByBlob())
                     + UnlockedVault.unaccounted(
                         newerBlobs, state: s, layout: layout, header: header, keys: keys, inUse: inUse)
             }

@@ -2,6 +2,12 @@
 public struct ByteWriter {
     public private(set) var bytes: [UInt8] = []
 
+    /// Hands out what was written so far and starts again empty (for output written in pieces).
+    public mutating func takeBytes() -> [UInt8] {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return bytes
+    }
+
     public init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
@@ -28,10 +34,13 @@ public struct ByteReader {
     private let bytes: [UInt8]
     public private(set) var offset: Int
     private let what: String
+    /// Set when a read wanted more bytes than were left: for a reader over part of a stream, the sign
+    /// that more of it is needed (rather than that the bytes are malformed).
+    public private(set) var ranOut = false
 
-    public init(_ bytes: [UInt8], what: String) {
+    public init(_ bytes: [UInt8], what: String, from offset: Int = 0) {
         self.bytes = bytes
-        self.offset = 0
+        self.offset = offset
         self.what = what
     }
 
@@ -39,16 +48,23 @@ public struct ByteReader {
     public var isAtEnd: Bool { offset == bytes.count }
 
     private mutating func take(_ n: Int) throws -> ArraySlice<UInt8> {
-        guard n >= 0, n <= remaining else { throw FormatError.malformed("\(what) ends early") }
+        guard n >= 0, n <= remaining else {
+            ranOut = n >= 0
+            throw FormatError.malformed("\(what) ends early")
+        }
         defer { offset += n }
         return bytes[offset..<offset + n]
     }
 
     private mutating func integer<T: FixedWidthInteger>(_: T.Type) throws -> T {
-        let s = try take(MemoryLayout<T>.size)
-        var v: T = 0
-        for (i, b) in s.enumerated() { v |= T(b) << (8 * i) }
-        return v
+        let size = MemoryLayout<T>.size
+        guard size <= remaining else {
+            ranOut = true
+            throw FormatError.malformed("\(what) ends early")
+        }
+        let start = offset
+        offset += size
+        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: start, as: T.self)) }
     }
 
     public mutating func u8() throws -> UInt8 { try integer(UInt8.self) }

@@ -1,6 +1,6 @@
 /// The decrypted index in memory: inode records and directory entries.
 public struct IndexState: Equatable {
-    public var inodes: [UInt64: Inode] = [:]
+    public var inodes = InodeTable()
     /// Directory inode → (name → child inode).
     public var entries: [UInt64: [String: UInt64]] = [:]
     public var nextID: UInt64 = Inode.rootID + 1
@@ -31,7 +31,7 @@ public struct IndexState: Equatable {
             inodes[id] = nil
             entries[id] = nil
         case .link(let parent, let name, let child):
-            guard entries[parent] != nil, inodes[child] != nil else {
+            guard entries[parent] != nil, inodes.contains(child) else {
                 throw FormatError.damaged("index links \(child) into missing directory or from missing inode")
             }
             entries[parent]![name] = child
@@ -44,11 +44,25 @@ public struct IndexState: Equatable {
     // Snapshot plaintext: nextID u64 | [v2: index seals u64] | count u32 | inodes… | count u32 |
     // (parent u64, name, child u64)…
     func encoded(version: Int = IndexStore.formatVersion, indexSeals: UInt64 = 0) -> [UInt8] {
-        var w = ByteWriter(capacity: inodes.count * 128)
+        var all: [UInt8] = []
+        encode(version: version, indexSeals: indexSeals) { all += $0 }
+        return all
+    }
+
+    /// Writes the snapshot's plaintext in pieces of about `pieceSize` bytes, handed to `emit` in order:
+    /// a vault of a million files has a snapshot of about 170 MB, which is never held whole.
+    func encode(
+        version: Int = IndexStore.formatVersion, indexSeals: UInt64 = 0, pieceSize: Int = 1 << 20,
+        emit: ([UInt8]) throws -> Void
+    ) rethrows {
+        var w = ByteWriter(capacity: pieceSize + 4096)
         w.u64(nextID)
         if version >= 2 { w.u64(indexSeals) }
         w.u32(UInt32(inodes.count))
-        for id in inodes.keys.sorted() { inodes[id]!.encode(into: &w, version: version) }
+        for id in inodes.keys.sorted() {
+            inodes[id]!.encode(into: &w, version: version)
+            if w.bytes.count >= pieceSize { try emit(w.takeBytes()) }
+        }
         let total = entries.values.reduce(0) { $0 + $1.count }
         w.u32(UInt32(total))
         for parent in entries.keys.sorted() {
@@ -56,9 +70,10 @@ public struct IndexState: Equatable {
                 w.u64(parent)
                 w.string(name)
                 w.u64(child)
+                if w.bytes.count >= pieceSize { try emit(w.takeBytes()) }
             }
         }
-        return w.bytes
+        if !w.bytes.isEmpty { try emit(w.takeBytes()) }
     }
 
     init(decoding bytes: [UInt8], version: Int = IndexStore.formatVersion) throws {
@@ -69,28 +84,93 @@ public struct IndexState: Equatable {
     /// Decodes a snapshot's plaintext of index `version`; `indexSeals` gets its count of seals under
     /// the epoch's key before it (0 for version 1).
     init(decoding bytes: [UInt8], version: Int, indexSeals: inout UInt64) throws {
-        var r = ByteReader(bytes, what: "index snapshot")
-        nextID = try r.u64()
-        indexSeals = version >= 2 ? try r.u64() : 0
-        let count = Int(try r.u32())
+        var given = false
+        try self.init(
+            decodingPieces: {
+                defer { given = true }
+                return given ? nil : bytes
+            }, version: version, indexSeals: &indexSeals)
+    }
+
+    /// Decodes a snapshot's plaintext that `next` hands over piece by piece (nil at the end).
+    init(decodingPieces next: @escaping () throws -> [UInt8]?, version: Int, indexSeals: inout UInt64) throws {
+        var input = PieceReader(what: "index snapshot", next: next)
+        nextID = try input.read { try $0.u64() }
+        indexSeals = version >= 2 ? try input.read { try $0.u64() } : 0
+        let count = Int(try input.read { try $0.u32() })
+        inodes.reserve(min(count, IndexStore.maximumSnapshot / 64))
         for _ in 0..<count {
-            let inode = try Inode(decoding: &r, version: version)
+            let inode = try input.read { try Inode(decoding: &$0, version: version) }
+            // Parsed before the tag is checked: a bad number must be an error, never a trap.
+            guard inode.id >= Inode.rootID, inode.id < UInt64.max else {
+                throw FormatError.damaged("inode number \(inode.id) out of range")
+            }
             inodes[inode.id] = inode
             if inode.kind == .directory { entries[inode.id] = [:] }
         }
-        let links = Int(try r.u32())
+        let links = Int(try input.read { try $0.u32() })
         for _ in 0..<links {
-            let parent = try r.u64()
-            let name = try r.string()
-            let child = try r.u64()
-            guard entries[parent] != nil, inodes[child] != nil else {
+            let (parent, name, child) = try input.read { r in (try r.u64(), try r.string(), try r.u64()) }
+            guard entries[parent] != nil, inodes.contains(child) else {
                 throw FormatError.damaged("snapshot entry points nowhere")
             }
             entries[parent]![name] = child
         }
-        try r.expectEnd()
-        guard inodes[Inode.rootID]?.kind == .directory else {
+        try input.expectEnd()
+        guard inodes.kind(of: Inode.rootID) == .directory else {
             throw FormatError.damaged("snapshot lacks the root directory")
+        }
+    }
+}
+
+/// Reads values from a byte stream that arrives in pieces, each value parsed by a `ByteReader` over
+/// what has arrived; a value cut by the end of a piece is parsed again once more has come.
+struct PieceReader {
+    private var window: [UInt8] = []
+    private var offset = 0
+    private var exhausted = false
+    private let what: String
+    private let next: () throws -> [UInt8]?
+
+    init(what: String, next: @escaping () throws -> [UInt8]?) {
+        self.what = what
+        self.next = next
+    }
+
+    mutating func read<T>(_ parse: (inout ByteReader) throws -> T) throws -> T {
+        while true {
+            var r = ByteReader(window, what: what, from: offset)
+            do {
+                let value = try parse(&r)
+                offset = r.offset
+                return value
+            } catch  where r.ranOut && !exhausted {}
+            try refill()
+        }
+    }
+
+    /// Whether the stream has ended exactly here; throws if bytes follow.
+    mutating func expectEnd() throws {
+        while offset == window.count && !exhausted { try refill() }
+        guard offset == window.count else {
+            throw FormatError.malformed("\(what) has trailing bytes")
+        }
+    }
+
+    /// Drops what was read and takes in at least as much again as is left (one piece at least): a
+    /// value larger than a piece is parsed O(log size) times, not once per piece.
+    private mutating func refill() throws {
+        let wanted = Swift.max(window.count - offset, 1)
+        window.removeFirst(offset)
+        offset = 0
+        var added = 0
+        while added < wanted {
+            guard let piece = try next() else {
+                exhausted = true
+                return
+            }
+            window += piece
+            added += piece.count
         }
     }
 }

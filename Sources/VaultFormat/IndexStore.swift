@@ -107,13 +107,10 @@ public final class IndexStore {
     /// cut off with a notice, anything else that fails is `damaged`.
     public func load(forWriting: Bool) throws -> (IndexState, LoadReport) {
         var report = LoadReport()
-        let snapshot: [UInt8]
-        do { snapshot = try snapshotFile.read(limit: IndexStore.maximumSnapshot) } catch let e as SystemError
-            where e.errno == ENOENT
-        {
+        let snapshot: FileDescriptor
+        do { snapshot = try snapshotFile.open(flags: O_RDONLY) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index snapshot missing")
         }
-        snapshotBytes = snapshot.count
         var state = try openSnapshot(snapshot)
         lastSeq = snapshotSeq
 
@@ -321,22 +318,41 @@ public final class IndexStore {
         Array((version >= 2 ? IndexStore.snapshotLabel : IndexStore.v1SnapshotLabel).utf8) + head
     }
 
+    /// Seals the snapshot as it is encoded, a piece at a time, into the replacement file.
     private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
         let head = IndexStore.snapshotHead(vaultID: vaultID, seq: seq, epoch: epoch)
         let nonce = try SecureRandom.bytes(12)
         let sealsBefore = indexSeals
         indexSeals += 1
-        let sealed = try AESGCM.seal(
-            state.encoded(version: IndexStore.formatVersion, indexSeals: sealsBefore), using: try currentKey(),
-            nonce: nonce, authenticating: IndexStore.snapshotAAD(head: head, version: IndexStore.formatVersion))
-        let file = head + nonce + sealed
-        try snapshotFile.replace(with: file)
+        let cipher = try AESGCMStream(
+            sealing: true, key: try currentKey(), nonce: nonce,
+            authenticating: IndexStore.snapshotAAD(head: head, version: IndexStore.formatVersion))
+        var end = 0
+        try snapshotFile.replace { fd in
+            try fd.write(head + nonce, at: 0)
+            end = head.count + nonce.count
+            try state.encode(version: IndexStore.formatVersion, indexSeals: sealsBefore) { plain in
+                var piece = plain
+                try piece.withUnsafeMutableBytes { try cipher.update(UnsafeRawBufferPointer($0), into: $0) }
+                try fd.write(piece, at: end)
+                end += piece.count
+            }
+            try fd.write(try cipher.finishSealing(), at: end)
+            end += AESGCM.tagSize
+        }
         snapshotSeq = seq
-        snapshotBytes = file.count
+        snapshotBytes = end
     }
 
-    private func openSnapshot(_ bytes: [UInt8]) throws -> IndexState {
-        var r = ByteReader(bytes, what: "index snapshot")
+    /// Reads, decrypts and decodes the snapshot a piece at a time, so that it is never in memory whole
+    /// (twice, as ciphertext and plaintext). The index built from the pieces is returned only once the
+    /// tag has verified; a parse error is reported as such only then too, so damage always reads as
+    /// failed authentication.
+    private func openSnapshot(_ fd: FileDescriptor) throws -> IndexState {
+        let size = try fd.size()
+        guard size <= IndexStore.maximumSnapshot else { throw FormatError.damaged("index snapshot too large") }
+        let prefix = try fd.read(count: Swift.min(size, 34 + AESGCM.nonceSize))
+        var r = ByteReader(prefix, what: "index snapshot")
         guard try r.raw(4) == IndexStore.snapshotMagic else { throw FormatError.damaged("index snapshot header") }
         let version = Int(try r.u16())
         guard version == 1 || version == 2 else { throw FormatError.unsupportedVersion(version) }
@@ -344,24 +360,46 @@ public final class IndexStore {
         let seq = try r.u64()
         let found = version >= 2 ? try r.u32() : 0
         let headSize = version >= 2 ? 34 : 30
-        let head = Array(bytes[0..<headSize])
-        let nonce = try r.raw(12)
-        let sealed = try r.raw(r.remaining)
+        let head = Array(prefix[0..<headSize])
+        let nonce = try r.raw(AESGCM.nonceSize)
+        let bodyStart = headSize + AESGCM.nonceSize
+        let bodyEnd = size - AESGCM.tagSize
+        guard bodyEnd >= bodyStart else { throw FormatError.damaged("index snapshot fails authentication") }
+        let tag = try fd.read(count: AESGCM.tagSize, at: bodyEnd)
         loadedVersion = version
         epoch = found
         epochKey?.wipe()
         epochKey = nil
-        let plain: [UInt8]
-        do {
-            plain = try AESGCM.open(
-                sealed, using: version >= 2 ? try currentKey() : key, nonce: nonce,
-                authenticating: IndexStore.snapshotAAD(head: head, version: version))
-        } catch CryptoError.authenticationFailure {
-            throw FormatError.damaged("index snapshot fails authentication")
+        let cipher = try AESGCMStream(
+            sealing: false, key: version >= 2 ? try currentKey() : key, nonce: nonce,
+            authenticating: IndexStore.snapshotAAD(head: head, version: version))
+        var position = bodyStart
+        let nextPiece: () throws -> [UInt8]? = {
+            guard position < bodyEnd else { return nil }
+            let wanted = Swift.min(1 << 20, bodyEnd - position)
+            var piece = try fd.read(count: wanted, at: position)
+            guard piece.count == wanted else { throw FormatError.damaged("index snapshot ends early") }
+            try piece.withUnsafeMutableBytes { try cipher.update(UnsafeRawBufferPointer($0), into: $0) }
+            position += piece.count
+            return piece
         }
-        snapshotSeq = seq
+        func verify() throws {
+            do { try cipher.finishOpening(tag: tag) } catch CryptoError.authenticationFailure {
+                throw FormatError.damaged("index snapshot fails authentication")
+            }
+        }
         var sealsBefore: UInt64 = 0
-        let state = try IndexState(decoding: plain, version: version, indexSeals: &sealsBefore)
+        let state: IndexState
+        do {
+            state = try IndexState(decodingPieces: nextPiece, version: version, indexSeals: &sealsBefore)
+        } catch {
+            while try nextPiece() != nil {}
+            try verify()
+            throw error
+        }
+        try verify()
+        snapshotSeq = seq
+        snapshotBytes = size
         indexSeals = version >= 2 ? sealsBefore + 1 : 0
         return state
     }

@@ -34,6 +34,14 @@ public final class FileDescriptor: @unchecked Sendable {
         return done
     }
 
+    /// Up to `count` bytes from `offset`: fewer only where the file ends.
+    public func read(count: Int, at offset: Int = 0) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = try bytes.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+        bytes.removeLast(count - n)
+        return bytes
+    }
+
     /// Writes all of `buffer` at `offset`. The corresponding C function is `pwrite`.
     public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int) throws {
         var done = 0
