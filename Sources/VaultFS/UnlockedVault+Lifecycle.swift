@@ -29,6 +29,7 @@ extension UnlockedVault {
     /// generation in the keychain, then wipes every key and plaintext cache. Idempotent.
     public func close() throws {
         guard !isClosed else { return }
+        stopCompactingWhileOpen()
         reaper.drain()
         defer { wipeAndRelease() }
         guard !readOnly else { return }
@@ -59,6 +60,7 @@ extension UnlockedVault {
     /// Drops keys and caches now (also the path taken when persisting failed). Files' locks are taken
     /// after `meta` is let go, in the documented order.
     func wipeAndRelease() {
+        stopCompactingWhileOpen()  // it seals with the index key wiped below
         reaper.drain()
         let files = meta.withLock { s -> [OpenFile] in
             let files = Array(s.openFiles.values)
@@ -91,6 +93,8 @@ extension UnlockedVault {
     /// records the snapshot already holds; the next open skips them. Writable opens only.
     public func compactIndexNow() throws {
         try requireWritable()
+        stopCompactingWhileOpen()
+        defer { allowCompactionWhileOpen() }
         try commit(durable: true)
         try meta.withLock { s in try s.journal.compact(s.index) }
     }

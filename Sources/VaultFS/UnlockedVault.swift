@@ -96,6 +96,7 @@ public final class UnlockedVault: @unchecked Sendable {
         if !readOnly { notices += try recoverAfterCrash() }
         if lock?.leftByThisBoot == true { notices += try setAsideBlobsOfTheInterruptedSession(newerBlobs) }
         if !readOnly && header.version < VaultHeader.formatVersion { try upgradeFormat(master: master) }
+        if !readOnly { allowCompactionWhileOpen() }
     }
 
     /// Migrates a version-1 vault's header in place (one atomic rename; the old header stays until the

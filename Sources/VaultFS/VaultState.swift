@@ -29,6 +29,11 @@ struct VaultState {
     /// open tries again (a transient failure must not leave a header one version behind for good).
     var unrepaired: Set<UInt64> = []
     var isClosed = false
+    /// Set while a compaction runs beside the requests (`UnlockedVault.compactWhileOpen`).
+    var compacting = false
+    /// Starts that compaction on a thread of its own (false if none could be made); set once the open
+    /// is complete, for writable opens only.
+    var startCompaction: (() -> Bool)?
 
     init(index: IndexState, journal: IndexStore) {
         self.index = index
@@ -86,6 +91,9 @@ struct VaultState {
         for c in changes {
             try index.apply(c)
             if case .putInode(let inode) = c { dirtyInodes.remove(inode.id) }
+        }
+        if !compacting && !isClosed && journal.wantsCompactionWhileOpen, let startCompaction {
+            compacting = startCompaction()
         }
     }
 

@@ -98,7 +98,6 @@ public struct IndexState: Equatable {
         nextID = try input.read { try $0.u64() }
         indexSeals = version >= 2 ? try input.read { try $0.u64() } : 0
         let count = Int(try input.read { try $0.u32() })
-        inodes.reserve(min(count, IndexStore.maximumSnapshot / 64))
         for _ in 0..<count {
             let inode = try input.read { try Inode(decoding: &$0, version: version) }
             // Parsed before the tag is checked: a bad number must be an error, never a trap.

@@ -37,7 +37,7 @@ public final class IndexStore {
     static let journalWindow = 1 << 20
 
     public let directory: AnchoredPath
-    private let vaultID: [UInt8]
+    let vaultID: [UInt8]
     /// The index key (version 1 seals under it; version 2 derives each epoch's key from it).
     private let key: SecureBytes
     /// The key of `epoch` (version 2), derived at load or at a rotation; wiped with the store.
@@ -48,19 +48,19 @@ public final class IndexStore {
     public private(set) var epoch: UInt32 = 0
     /// Seals made under the current epoch's key: every snapshot and every journal record sealed in
     /// that epoch (failed appends included), as far as this store knows (see FORMAT.md, "Seal counts").
-    public private(set) var indexSeals: UInt64 = 0
+    public internal(set) var indexSeals: UInt64 = 0
     /// The seal count at which a compaction moves to the next epoch (`SealBudget.limit`; tests lower it).
     public var sealLimit = SealBudget.limit
-    private var journal: FileDescriptor?
+    var journal: FileDescriptor?
     /// Set when a failed append's partial record could not be cut off: nothing may follow it.
-    private var tornTail = false
+    var tornTail = false
     /// Sequence number of the last change applied (snapshot or journal).
     public private(set) var lastSeq: UInt64 = 0
-    public private(set) var snapshotSeq: UInt64 = 0
-    public private(set) var journalBytes = 0
-    private var snapshotBytes = 0
+    public internal(set) var snapshotSeq: UInt64 = 0
+    public internal(set) var journalBytes = 0
+    var snapshotBytes = 0
     /// Changes accepted with `append(_:deferred: true)`, written with the next record.
-    private var waiting: [IndexChange] = []
+    var waiting: [IndexChange] = []
     public var hasDeferredChanges: Bool { !waiting.isEmpty }
 
     var snapshotFile: AnchoredPath { directory.appending("snapshot") }
@@ -90,7 +90,7 @@ public final class IndexStore {
         return mac.slice(0..<32)
     }
 
-    private func currentKey() throws -> SecureBytes {
+    func currentKey() throws -> SecureBytes {
         if let epochKey { return epochKey }
         let k = try IndexStore.epochKey(base: key, epoch: epoch)
         epochKey = k
@@ -111,14 +111,16 @@ public final class IndexStore {
         do { snapshot = try snapshotFile.open(flags: O_RDONLY) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index snapshot missing")
         }
-        var state = try openSnapshot(snapshot)
-        lastSeq = snapshotSeq
-
+        // Both opened before the long decode: a compaction by the process that has the vault open
+        // replaces the snapshot, then the journal, moments apart; the two opened together belong together.
         let flags = forWriting ? O_RDWR : O_RDONLY
         let fd: FileDescriptor
         do { fd = try journalFile.open(flags: flags) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index journal missing")
         }
+        var state = try openSnapshot(snapshot)
+        lastSeq = snapshotSeq
+
         let reader = try WindowedReader(fd, window: IndexStore.journalWindow)
         guard let magic = try reader.bytes(at: 0, count: 6), Array(magic[0..<4]) == IndexStore.journalMagic else {
             throw FormatError.damaged("index journal header")
@@ -256,9 +258,12 @@ public final class IndexStore {
         return journal
     }
 
+    /// The journal's length below which no compaction is worth it (tests lower it).
+    public var compactionFloor = 4 << 20
+
     /// Whether the journal has grown enough that a compaction pays off.
     public var wantsCompaction: Bool {
-        journalBytes > max(4 << 20, snapshotBytes) || indexSeals >= sealLimit
+        journalBytes > max(compactionFloor, snapshotBytes) || indexSeals >= sealLimit
             || loadedVersion < IndexStore.formatVersion
     }
 
@@ -318,17 +323,28 @@ public final class IndexStore {
         Array((version >= 2 ? IndexStore.snapshotLabel : IndexStore.v1SnapshotLabel).utf8) + head
     }
 
-    /// Seals the snapshot as it is encoded, a piece at a time, into the replacement file.
     private func writeSnapshot(_ state: IndexState, seq: UInt64) throws {
         let head = IndexStore.snapshotHead(vaultID: vaultID, seq: seq, epoch: epoch)
         let nonce = try SecureRandom.bytes(12)
         let sealsBefore = indexSeals
         indexSeals += 1
+        snapshotBytes = try IndexStore.sealSnapshot(
+            state, to: snapshotFile, head: head, nonce: nonce, sealsBefore: sealsBefore, key: try currentKey())
+        snapshotSeq = seq
+    }
+
+    /// Seals the snapshot as it is encoded, a piece at a time, into the file that replaces `file`
+    /// (written, synced, renamed into place, its directory synced); returns its length. Touches
+    /// nothing of a store's state, so a compaction can run it outside the vault's lock.
+    static func sealSnapshot(
+        _ state: IndexState, to file: AnchoredPath, head: [UInt8], nonce: [UInt8], sealsBefore: UInt64,
+        key: SecureBytes
+    ) throws -> Int {
         let cipher = try AESGCMStream(
-            sealing: true, key: try currentKey(), nonce: nonce,
+            sealing: true, key: key, nonce: nonce,
             authenticating: IndexStore.snapshotAAD(head: head, version: IndexStore.formatVersion))
         var end = 0
-        try snapshotFile.replace { fd in
+        try file.replace { fd in
             try fd.write(head + nonce, at: 0)
             end = head.count + nonce.count
             try state.encode(version: IndexStore.formatVersion, indexSeals: sealsBefore) { plain in
@@ -340,8 +356,7 @@ public final class IndexStore {
             try fd.write(try cipher.finishSealing(), at: end)
             end += AESGCM.tagSize
         }
-        snapshotSeq = seq
-        snapshotBytes = end
+        return end
     }
 
     /// Reads, decrypts and decodes the snapshot a piece at a time, so that it is never in memory whole
@@ -405,13 +420,18 @@ public final class IndexStore {
     }
 
     private func startJournal() throws {
+        let head = journalHead()
+        try journalFile.replace(with: head)
+        journalBytes = head.count
+    }
+
+    func journalHead() -> [UInt8] {
         var w = ByteWriter()
         w.raw(IndexStore.journalMagic)
         w.u16(UInt16(IndexStore.formatVersion))
         w.raw(vaultID)
         w.u32(epoch)
-        try journalFile.replace(with: w.bytes)
-        journalBytes = w.bytes.count
+        return w.bytes
     }
 }
 

@@ -1,6 +1,6 @@
 /// The index's inode records in memory, packed so that a vault of a million files fits in about a
 /// hundred megabytes: each record is a fixed-size value with no references (the blob ID inline, the
-/// MIME type an index into a table of the distinct types), in one array; the fields most records leave
+/// MIME type an index into a table of the distinct types), in pages of a few thousand; the fields most records leave
 /// empty — symbolic link targets, extended attributes, holes, device numbers — live in a side table.
 /// Records go in and come out as `Inode` values, so the rest of the engine never sees the packing.
 public struct InodeTable: Equatable, Sequence {
@@ -45,10 +45,10 @@ public struct InodeTable: Equatable, Sequence {
         }
     }
 
-    private var records: [Packed] = []
+    private var records = PagedArray<Packed>()
     /// Slot in `records` of inode `id`, for ids below its count (`UInt32.max`: none). Inode numbers
     /// are handed out in sequence, so a plain array costs four bytes per number ever used.
-    private var slotByID: [UInt32] = []
+    private var slotByID = PagedArray<UInt32>()
     /// Slots of ids too far beyond the others for `slotByID` (only a vault edited by hand has them).
     private var distantSlots: [UInt64: UInt32] = [:]
     private var freeSlots: [UInt32] = []
@@ -59,12 +59,6 @@ public struct InodeTable: Equatable, Sequence {
     public init() {}
 
     public var isEmpty: Bool { count == 0 }
-
-    /// Reserves room for `n` records (a snapshot says how many it holds).
-    mutating func reserve(_ n: Int) {
-        records.reserveCapacity(n)
-        slotByID.reserveCapacity(n + 1)
-    }
 
     public subscript(id: UInt64) -> Inode? {
         get { slot(of: id).map { unpack(records[Int($0)]) } }
@@ -88,15 +82,23 @@ public struct InodeTable: Equatable, Sequence {
     /// The numbers of the records whose kind, link count and crash mark pass `test`, found without
     /// unpacking any record (a check over a million files at every open).
     public func ids(where test: (_ kind: Inode.Kind, _ linkCount: UInt32, _ needsCheck: Bool) -> Bool) -> [UInt64] {
-        records.compactMap { p in
-            guard p.id != 0, let kind = Inode.Kind(rawValue: p.kind),
+        var found: [UInt64] = []
+        for p in records {
+            if p.id != 0, let kind = Inode.Kind(rawValue: p.kind),
                 test(kind, p.linkCount, p.flags & Packed.needsCheck != 0)
-            else { return nil }
-            return p.id
+            {
+                found.append(p.id)
+            }
         }
+        return found
     }
 
-    public var keys: [UInt64] { records.compactMap { $0.id == 0 ? nil : $0.id } }
+    public var keys: [UInt64] {
+        var ids: [UInt64] = []
+        ids.reserveCapacity(count)
+        for p in records where p.id != 0 { ids.append(p.id) }
+        return ids
+    }
 
     /// The records one at a time (unpacked as they are reached, never all at once).
     public var values: Values { Values(table: self) }
@@ -158,7 +160,7 @@ public struct InodeTable: Equatable, Sequence {
         // Within reach of the numbers already used: grow the array; far beyond them: the dictionary.
         if inode.id < UInt64(Swift.max(slotByID.count * 2, 1 << 16)) {
             if inode.id >= UInt64(slotByID.count) {
-                slotByID.append(contentsOf: repeatElement(UInt32.max, count: Int(inode.id) + 1 - slotByID.count))
+                while slotByID.count <= Int(inode.id) { slotByID.append(UInt32.max) }
             }
             slotByID[Int(inode.id)] = s
         } else {
