@@ -47,6 +47,16 @@ int vaultaire_idle_priority(void) {
     return idle == 0 || nice == 0 ? 0 : -1;
 }
 
+int vaultaire_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
+int vaultaire_write_back(int fd, long long offset, long long length, int wait) {
+    unsigned int flags = SYNC_FILE_RANGE_WRITE;
+    if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    return sync_file_range(fd, (off_t)offset, (off_t)length, flags);
+}
+
 static socklen_t abstract_address(const char *name, struct sockaddr_un *address) {
     size_t length = strlen(name);
     if (length + 1 > sizeof(address->sun_path)) { errno = ENAMETOOLONG; return 0; }

@@ -18,6 +18,9 @@ extension UnlockedVault {
     }
 
     func compactWhileOpen() {
+        // Beside requests on a machine with few CPUs, the seconds of encoding and sealing a large
+        // snapshot take the CPU only when nothing else wants it. The sections under `meta` are short.
+        FileSystem.niceThread(19)
         defer { meta.withLock { $0.compacting = false } }
         do {
             let begun = try meta.withLock { s -> (IndexStore, IndexStore.PendingSnapshot, IndexState)? in

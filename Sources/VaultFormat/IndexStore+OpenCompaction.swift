@@ -36,7 +36,7 @@ extension IndexStore {
     /// Whether a compaction may run while the vault is open: the journal has outgrown both its floor
     /// and the snapshot, and no key rotation or migration is due.
     public var wantsCompactionWhileOpen: Bool {
-        journal != nil && !tornTail && journalBytes > max(compactionFloor, snapshotBytes)
+        journal != nil && !tornTail && journalBytes > compactionThreshold
             && indexSeals + 1 < sealLimit && loadedVersion == IndexStore.formatVersion
     }
 

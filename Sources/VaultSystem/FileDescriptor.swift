@@ -135,6 +135,16 @@ public final class FileDescriptor: @unchecked Sendable {
         try retryingEINTR("fdatasync", path: path) { fdatasync(rawValue) }
     }
 
+    /// Starts writing `length` bytes at `offset` to the disk and, with `waiting`, waits until they
+    /// are written (sync_file_range; not a durability promise: metadata is not covered). A long
+    /// writer that calls it as it goes keeps its dirty pages few, so that it does not make other
+    /// writers of the system wait for the kernel's writeback.
+    public func writeBack(offset: Int, length: Int, waiting: Bool) throws {
+        try retryingEINTR("sync_file_range", path: path) {
+            vaultaire_write_back(rawValue, Int64(offset), Int64(length), waiting ? 1 : 0)
+        }
+    }
+
     /// Reserves host space for `length` bytes at `offset` without changing the file's length
     /// (fallocate with FALLOC_FL_KEEP_SIZE): later writes there cannot fail for want of space.
     /// EOPNOTSUPP where the filesystem cannot.

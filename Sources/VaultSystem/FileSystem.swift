@@ -50,6 +50,11 @@ public enum FileSystem {
     /// any of the process's CPUs whichever thread started it.
     public static func becomeBackgroundThread(named name: String) { vaultaire_background_thread(name) }
 
+    /// Gives the calling thread the nice value `nice` (higher: less CPU when others want it); false
+    /// if the system refused.
+    @discardableResult
+    public static func niceThread(_ nice: Int32) -> Bool { vaultaire_thread_nice(nice) == 0 }
+
     public static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws {
         if mkdir(path, mode) != 0 && errno != EEXIST {
             throw SystemError(errno: errno, operation: "mkdir", path: path)

@@ -21,6 +21,12 @@ void vaultaire_background_thread(const char *name);
 /// Drops the calling thread to SCHED_IDLE and nice 19 (a background thread that must not slow the
 /// requests it follows); 0 if either took, -1 otherwise.
 int vaultaire_idle_priority(void);
+/// Sets the calling thread's nice value (only ever raised: an unprivileged thread cannot lower it
+/// again); 0 on success, -1 with errno set.
+int vaultaire_thread_nice(int nice);
+/// sync_file_range: starts writeback of the range, and with `wait` also waits for it (before and
+/// after); 0 on success, -1 with errno set.
+int vaultaire_write_back(int fd, long long offset, long long length, int wait);
 /// A listening stream socket in the abstract namespace (no file: it goes with the process), or -1.
 int vaultaire_abstract_listen(const char *name);
 /// Connects to a listening abstract stream socket; the descriptor, or -1 with errno set.
