@@ -55,9 +55,11 @@ public final class UnlockedVault: @unchecked Sendable {
         // fdatasync of the journal through a descriptor of its own, so the reaper needs no lock of the vault's.
         let journal = try layout.indexDirectory().appending("journal")
         reaper = BlobReaper(beforeRemoving: { (try? journal.open(flags: O_RDONLY).dataSync()) != nil })
-        // Before anything is written (the lock file included): a refused open changes nothing.
-        let conflicts = try SyncConflict.scan(layout)
-        let newerBlobs = try BlobNewerThanIndex.scan(layout)
+        // Before anything is written (the lock file included): a refused open changes nothing. The
+        // snapshot is decoded meanwhile (reading only), which in a large vault takes as long as the scans.
+        let store = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
+        let (_, (conflicts, newerBlobs)) = try SideBySide.run(
+            { store.preloadSnapshot() }, { (try SyncConflict.scan(layout), try BlobNewerThanIndex.scan(layout)) })
         let inUse = (try layout.lockFile().status()?.size ?? 0) > 0
         if !readOnly && !(conflicts.isEmpty && newerBlobs.isEmpty) {
             let state = UnlockedVault.readIndexUnchanged(layout: layout, header: header, keys: keys)
@@ -72,7 +74,6 @@ public final class UnlockedVault: @unchecked Sendable {
         let lock = readOnly ? nil : try VaultLock.acquire(try layout.lockFile(), clearingLeftover: true)
         lockFile = Guarded(lock)
         if let stale = lock?.staleNotice { notices.append(stale) }
-        let store = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
         let (loaded, report) = try store.load(forWriting: !readOnly)
         meta = Guarded(VaultState(index: loaded, journal: store))
         notices += report.notices

@@ -118,7 +118,13 @@ public final class IndexStore {
         do { fd = try journalFile.open(flags: flags) } catch let e as SystemError where e.errno == ENOENT {
             throw FormatError.damaged("index journal missing")
         }
-        var state = try openSnapshot(snapshot)
+        var state: IndexState
+        if let preloaded, let identity = try? SnapshotIdentity(snapshot), identity == preloaded.identity {
+            state = preloaded.state
+        } else {
+            state = try openSnapshot(snapshot)
+        }
+        preloaded = nil
         lastSeq = snapshotSeq
 
         let reader = try WindowedReader(fd, window: IndexStore.journalWindow)
@@ -256,6 +262,38 @@ public final class IndexStore {
     public func flushForSync() throws -> FileDescriptor? {
         try append([])
         return journal
+    }
+
+    /// A snapshot decoded by `preloadSnapshot`, for `load` to take if the file is still the same.
+    private var preloaded: (identity: SnapshotIdentity, state: IndexState)?
+
+    /// Which file a snapshot was read from: a compaction in between replaces it (another inode, and
+    /// another change time).
+    struct SnapshotIdentity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+        let size: Int
+        let changed: Int64
+
+        init(_ fd: FileDescriptor) throws {
+            var st = stat()
+            guard fstat(fd.rawValue, &st) == 0 else {
+                throw SystemError(errno: errno, operation: "fstat", path: fd.path)
+            }
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
+            size = Int(st.st_size)
+            changed = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
+        }
+    }
+
+    /// Decodes the snapshot ahead of `load`, so that an open can do it while it scans the vault
+    /// directory on another thread; reads only. A failure leaves `load` to decode (and report) it.
+    public func preloadSnapshot() {
+        guard let fd = try? snapshotFile.open(flags: O_RDONLY), let identity = try? SnapshotIdentity(fd),
+            let state = try? openSnapshot(fd)
+        else { return }
+        preloaded = (identity, state)
     }
 
     /// The journal's length below which no compaction is worth it (tests lower it).

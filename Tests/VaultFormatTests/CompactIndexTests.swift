@@ -126,6 +126,31 @@ final class CompactIndexTests: XCTestCase {
         }
     }
 
+    /// A snapshot decoded ahead is used only if the file is still the one it came from.
+    func testAPreloadedSnapshotReplacedMeanwhileIsReadAgain() throws {
+        let key = try SecureBytes(randomCount: 32)
+        let directory = try DirectoryDescriptor(path: FileSystem.parent(of: dir)).file(
+            String(dir.split(separator: "/").last!))
+        var state = IndexState.empty(uid: 0, gid: 0, now: 0)
+        try IndexStore(directory: directory, vaultID: vaultID, key: key).create(state)
+        let reader = IndexStore(directory: directory, vaultID: vaultID, key: key)
+        reader.preloadSnapshot()
+        let writer = IndexStore(directory: directory, vaultID: vaultID, key: key)
+        _ = try writer.load(forWriting: true)
+        let n = Inode(id: 2, kind: .file, permissions: 0o600, uid: 0, gid: 0, now: 5)
+        let changes: [IndexChange] = [.putInode(n), .link(parent: Inode.rootID, name: "new", child: 2)]
+        try writer.append(changes)
+        for c in changes { try state.apply(c) }
+        try writer.compact(state)
+        let (loaded, report) = try reader.load(forWriting: false)
+        XCTAssertEqual(loaded, state, "the replaced snapshot's contents, not the preloaded ones")
+        XCTAssertEqual(report.records, 0)
+
+        let again = IndexStore(directory: directory, vaultID: vaultID, key: key)
+        again.preloadSnapshot()
+        XCTAssertEqual(try again.load(forWriting: false).0, state, "an unchanged file's preload is used")
+    }
+
     /// Values cut anywhere by the pieces' edges decode as from one buffer.
     func testPiecesOfAnySizeDecodeAsOneBuffer() throws {
         var state = IndexState.empty(uid: 0, gid: 0, now: 0)
