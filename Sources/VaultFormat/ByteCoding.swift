@@ -90,7 +90,31 @@ public struct ByteReader {
         return s
     }
 
+    /// The bytes of a u16-length-prefixed string, unchecked.
+    mutating func stringBytes() throws -> ArraySlice<UInt8> {
+        let n = Int(try u16())
+        return try take(n)
+    }
+
     public func expectEnd() throws {
         guard isAtEnd else { throw FormatError.malformed("\(what) has \(remaining) trailing bytes") }
+    }
+}
+
+/// The last few strings a decoder read, so that a string repeated record after record is made (and
+/// its UTF-8 checked) once and shared.
+struct RecentStrings {
+    private var recent: [(bytes: [UInt8], string: String)] = []
+
+    mutating func string(from r: inout ByteReader) throws -> String {
+        let bytes = try r.stringBytes()
+        if bytes.isEmpty { return "" }
+        if let hit = recent.firstIndex(where: { $0.bytes.elementsEqual(bytes) }) { return recent[hit].string }
+        guard let s = String(validating: bytes, as: UTF8.self) else {
+            throw FormatError.malformed("invalid UTF-8")
+        }
+        if recent.count == 8 { recent.removeFirst() }
+        recent.append((Array(bytes), s))
+        return s
     }
 }

@@ -98,8 +98,9 @@ public struct IndexState: Equatable {
         nextID = try input.read { try $0.u64() }
         indexSeals = version >= 2 ? try input.read { try $0.u64() } : 0
         let count = Int(try input.read { try $0.u32() })
+        var strings = RecentStrings()
         for _ in 0..<count {
-            let inode = try input.read { try Inode(decoding: &$0, version: version) }
+            let inode = try input.read { try Inode(decoding: &$0, version: version, strings: &strings) }
             // Parsed before the tag is checked: a bad number must be an error, never a trap.
             guard inode.id >= Inode.rootID, inode.id < UInt64.max else {
                 throw FormatError.damaged("inode number \(inode.id) out of range")
@@ -108,13 +109,28 @@ public struct IndexState: Equatable {
             if inode.kind == .directory { entries[inode.id] = [:] }
         }
         let links = Int(try input.read { try $0.u32() })
-        for _ in 0..<links {
-            let (parent, name, child) = try input.read { r in (try r.u64(), try r.string(), try r.u64()) }
-            guard entries[parent] != nil, inodes.contains(child) else {
+        // Entries come sorted by directory: each directory's are gathered and stored at once.
+        var directory: UInt64 = 0
+        var gathered: [String: UInt64] = [:]
+        func store() throws {
+            guard !gathered.isEmpty else { return }
+            guard var existing = entries.removeValue(forKey: directory) else {
                 throw FormatError.damaged("snapshot entry points nowhere")
             }
-            entries[parent]![name] = child
+            if existing.isEmpty { existing = gathered } else { existing.merge(gathered) { _, new in new } }
+            entries[directory] = existing
+            gathered = [:]
         }
+        for _ in 0..<links {
+            let (parent, name, child) = try input.read { r in (try r.u64(), try r.string(), try r.u64()) }
+            guard inodes.contains(child) else { throw FormatError.damaged("snapshot entry points nowhere") }
+            if parent != directory {
+                try store()
+                directory = parent
+            }
+            gathered[name] = child
+        }
+        try store()
         try input.expectEnd()
         guard inodes.kind(of: Inode.rootID) == .directory else {
             throw FormatError.damaged("snapshot lacks the root directory")

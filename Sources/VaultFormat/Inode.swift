@@ -120,6 +120,13 @@ public struct Inode: Equatable {
     }
 
     init(decoding r: inout ByteReader, version: Int = IndexStore.formatVersion) throws {
+        var unshared = RecentStrings()
+        try self.init(decoding: &r, version: version, strings: &unshared)
+    }
+
+    /// Decodes with `strings` handing out one copy of MIME types seen just before (a snapshot's
+    /// records, in inode order, repeat a few types a million times).
+    init(decoding r: inout ByteReader, version: Int, strings: inout RecentStrings) throws {
         id = try r.u64()
         guard let k = Kind(rawValue: try r.u8()) else { throw FormatError.malformed("inode kind") }
         kind = k
@@ -136,7 +143,7 @@ public struct Inode: Equatable {
         let blobLength = Int(try r.u8())
         guard blobLength == 0 || blobLength == 16 else { throw FormatError.malformed("blob identifier length") }
         blobID = try r.raw(blobLength)
-        mimeType = try r.string()
+        mimeType = try strings.string(from: &r)
         symlinkTarget = try r.blob(limit: Inode.maximumSymlink)
         needsCheck = try r.u8() != 0
         contentVersion = try r.u64()
