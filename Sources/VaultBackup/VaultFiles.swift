@@ -35,8 +35,12 @@ enum VaultFiles {
 
     /// SHA-256 and size of each of `paths` (relative to `root`): from `cache` where the file's
     /// stamp is unchanged, else read, on two threads (hashing is the CPU work), each taking the next
-    /// file as it finishes one so that a large file does not leave the other thread idle.
-    static func hash(_ paths: [String], under root: String, cache: HashCache?) throws -> [Hashed] {
+    /// file as it finishes one so that a large file does not leave the other thread idle. With
+    /// `beginningWriteback`, each file read is also started on its way to disk (see
+    /// `FileDescriptor.beginWriteback`), for a caller that will sync them.
+    static func hash(
+        _ paths: [String], under root: String, cache: HashCache?, beginningWriteback: Bool = false
+    ) throws -> [Hashed] {
         // Storage allocated before the threads start: each slot is written by the one worker that
         // took its index (never the array or the class's properties themselves), read after both end.
         final class Results: @unchecked Sendable {
@@ -69,7 +73,9 @@ enum VaultFiles {
             var buffer: [UInt8] = []
             do {
                 while let i = results.take(paths.count) {
-                    results.hashed[i] = try hash(root + "/" + paths[i], cache: cache, key: paths[i], buffer: &buffer)
+                    results.hashed[i] = try hash(
+                        root + "/" + paths[i], cache: cache, key: paths[i], buffer: &buffer,
+                        beginningWriteback: beginningWriteback)
                 }
             } catch {
                 results.failures[worker] = error
@@ -82,7 +88,9 @@ enum VaultFiles {
 
     /// SHA-256 and size of a file, from `cache` under `key` when its stamp is unchanged, else read in
     /// pieces of up to 1 MiB through `buffer` (reused across files; O_NOFOLLOW: a vault file is never a link).
-    static func hash(_ path: String, cache: HashCache?, key: String, buffer: inout [UInt8]) throws -> Hashed {
+    static func hash(
+        _ path: String, cache: HashCache?, key: String, buffer: inout [UInt8], beginningWriteback: Bool = false
+    ) throws -> Hashed {
         let fd = try FileDescriptor(path: path, flags: O_RDONLY | O_NOFOLLOW)
         let before = try stamp(fd)
         if let known = cache?.hash(of: key, stamp: before) {
@@ -99,6 +107,7 @@ enum VaultFiles {
             // A short read at the size the file had is its end: no further read to learn so.
             if n < buffer.count && UInt64(offset) >= before.size { break }
         }
+        if beginningWriteback { try fd.beginWriteback() }
         let after = try stamp(fd)
         return Hashed(hash: try stream.finish(), size: UInt64(offset), stamp: after == before ? after : nil)
     }

@@ -21,12 +21,18 @@ public struct VerifyReport {
 extension UnlockedVault {
     /// Authenticates every file header, chunk and thumbnail, and checks each blob's length against its
     /// record (truncation and extension). Files are checked on two threads; `progress(done, total)` is
-    /// called on the calling thread as they are.
-    public func verify(scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }) -> VerifyReport {
+    /// called on the calling thread as they are. With `blobs`, only the files whose blob ID it accepts
+    /// are checked (a restore checks each batch of files as it is laid out), and no stray blobs are
+    /// looked for.
+    public func verify(
+        scanForStrayBlobs: Bool = true, progress: (Int, Int) -> Void = { _, _ in }, blobs: (([UInt8]) -> Bool)? = nil
+    ) -> VerifyReport {
         reaper.drain()  // deleted files' blobs are gone before the scan for strays
+        let scanForStrayBlobs = scanForStrayBlobs && blobs == nil
         var report = VerifyReport()
         let (files, paths) = meta.withLock { s in
-            (s.index.inodes.values.filter { $0.kind == .file }.sorted { $0.id < $1.id }, s.pathsByInode())
+            let files = s.index.inodes.values.filter { $0.kind == .file && (blobs?($0.blobID) ?? true) }
+            return (files.sorted { $0.id < $1.id }, s.pathsByInode())
         }
         let referenced = Set(files.map(\.blobID))
         let unlinked = files.filter { $0.linkCount == 0 }.count

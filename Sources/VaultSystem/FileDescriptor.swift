@@ -169,4 +169,11 @@ public final class FileDescriptor: @unchecked Sendable {
     public func startWriteback(offset: Int, length: Int) {
         _ = vaultaire_start_writeback(rawValue, Int64(offset), Int64(length))
     }
+
+    /// Starts writing the whole file to disk without waiting (sync_file_range with
+    /// SYNC_FILE_RANGE_WRITE), so that a later `dataSync` finds little left to write. Unlike
+    /// `startWriteback`, a failure is thrown: the caller syncs the file later and would meet it there.
+    public func beginWriteback() throws {
+        try retryingEINTR("sync_file_range", path: path) { vaultaire_start_writeback(rawValue, 0, 0) }
+    }
 }
