@@ -17,10 +17,6 @@
 
 int vaultaire_syncfs(int fd) { return syncfs(fd); }
 
-int vaultaire_start_writeback(int fd, long long offset, long long length) {
-    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
-}
-
 int vaultaire_fallocate(int fd, int mode, long long offset, long long length) {
     return fallocate(fd, mode, offset, length);
 }

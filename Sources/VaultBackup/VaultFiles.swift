@@ -37,7 +37,7 @@ enum VaultFiles {
     /// stamp is unchanged, else read, on two threads (hashing is the CPU work), each taking the next
     /// file as it finishes one so that a large file does not leave the other thread idle. With
     /// `beginningWriteback`, each file read is also started on its way to disk (see
-    /// `FileDescriptor.beginWriteback`), for a caller that will sync them.
+    /// `FileDescriptor.writeBack`), for a caller that will sync them.
     static func hash(
         _ paths: [String], under root: String, cache: HashCache?, beginningWriteback: Bool = false
     ) throws -> [Hashed] {
@@ -107,7 +107,7 @@ enum VaultFiles {
             // A short read at the size the file had is its end: no further read to learn so.
             if n < buffer.count && UInt64(offset) >= before.size { break }
         }
-        if beginningWriteback { try fd.beginWriteback() }
+        if beginningWriteback { try fd.writeBack(offset: 0, length: 0, waiting: false) }
         let after = try stamp(fd)
         return Hashed(hash: try stream.finish(), size: UInt64(offset), stamp: after == before ? after : nil)
     }

@@ -135,8 +135,9 @@ public final class FileDescriptor: @unchecked Sendable {
         try retryingEINTR("fdatasync", path: path) { fdatasync(rawValue) }
     }
 
-    /// Starts writing `length` bytes at `offset` to the disk and, with `waiting`, waits until they
-    /// are written (sync_file_range; not a durability promise: metadata is not covered). A long
+    /// Starts writing `length` bytes at `offset` (0: to the end of the file) to the disk and, with
+    /// `waiting`, waits until they are written (sync_file_range; not a durability promise: metadata
+    /// is not covered). A failure is thrown, unlike `startWriteback`'s. A long
     /// writer that calls it as it goes keeps its dirty pages few, so that it does not make other
     /// writers of the system wait for the kernel's writeback.
     public func writeBack(offset: Int, length: Int, waiting: Bool) throws {
@@ -167,13 +168,6 @@ public final class FileDescriptor: @unchecked Sendable {
     /// writers call it so that the disk works while they produce the rest, instead of all at the
     /// final fsync. Advisory: a failure here changes nothing, so it is ignored.
     public func startWriteback(offset: Int, length: Int) {
-        _ = vaultaire_start_writeback(rawValue, Int64(offset), Int64(length))
-    }
-
-    /// Starts writing the whole file to disk without waiting (sync_file_range with
-    /// SYNC_FILE_RANGE_WRITE), so that a later `dataSync` finds little left to write. Unlike
-    /// `startWriteback`, a failure is thrown: the caller syncs the file later and would meet it there.
-    public func beginWriteback() throws {
-        try retryingEINTR("sync_file_range", path: path) { vaultaire_start_writeback(rawValue, 0, 0) }
+        _ = vaultaire_write_back(rawValue, Int64(offset), Int64(length), 0)
     }
 }

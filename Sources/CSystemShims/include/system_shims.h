@@ -3,8 +3,9 @@
 
 /// syncfs(2), hidden from Swift behind _GNU_SOURCE.
 int vaultaire_syncfs(int fd);
-/// sync_file_range(SYNC_FILE_RANGE_WRITE): starts writing a range to disk without waiting for it.
-int vaultaire_start_writeback(int fd, long long offset, long long length);
+/// sync_file_range: starts writing a range to disk (length 0: to the end of the file) and, with
+/// `wait`, also waits for it (before and after); 0 on success, -1 with errno set.
+int vaultaire_write_back(int fd, long long offset, long long length, int wait);
 /// fallocate(2), hidden from Swift behind _GNU_SOURCE: `mode` is FALLOC_FL_* (KEEP_SIZE reserves host
 /// space without changing the file's length; KEEP_SIZE | PUNCH_HOLE frees it).
 int vaultaire_fallocate(int fd, int mode, long long offset, long long length);
@@ -24,9 +25,7 @@ int vaultaire_idle_priority(void);
 /// Sets the calling thread's nice value (only ever raised: an unprivileged thread cannot lower it
 /// again); 0 on success, -1 with errno set.
 int vaultaire_thread_nice(int nice);
-/// sync_file_range: starts writeback of the range, and with `wait` also waits for it (before and
-/// after); 0 on success, -1 with errno set.
-int vaultaire_write_back(int fd, long long offset, long long length, int wait);
+
 /// A listening stream socket in the abstract namespace (no file: it goes with the process), or -1.
 int vaultaire_abstract_listen(const char *name);
 /// Connects to a listening abstract stream socket; the descriptor, or -1 with errno set.
