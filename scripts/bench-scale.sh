@@ -51,8 +51,8 @@ echo "Scale: a vault of $FILES files in $DIRS directories (filled through the en
 new_vault "$W/empty"
 new_vault "$W/full"
 # The empty vault gets the same 100-file directories' names, empty, so that its stat and ls hit files.
-"$POPULATE" "$W/empty/v" 100 1 0 >/dev/null
-"$POPULATE" "$W/full/v" "$FILES" "$DIRS" >/dev/null
+"$POPULATE" "$W/empty/v" 100 1 0 >/dev/null 2>&1
+"$POPULATE" "$W/full/v" "$FILES" "$DIRS" >/dev/null 2>&1
 declare -A V
 for r in $(seq "$ROUNDS"); do
   for which in empty full; do
@@ -76,7 +76,7 @@ mount_target securefs "$W/securefs"
 python3 - "$W/full/v" "$MNT" "$FILES" "$DIRS" <<'PY'
 import os, sys
 vault, mnt, files, dirs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-# The sizes vaultaire-populate drew (its generator, seeded the same way).
+# The sizes vaultaire-populate drew (its size stream, seeded the same way).
 state, mask = 0x9E3779B97F4A7C15, (1 << 64) - 1
 def nxt():
     global state
@@ -85,7 +85,6 @@ def nxt():
 for d in range(dirs): os.mkdir(f"{mnt}/d{d:05d}")
 for f in range(files):
     size = nxt() % 16385
-    for _ in range((size + 7) // 8): nxt()
     fd = os.open(f"{mnt}/d{f % dirs:05d}/f{f:07d}", os.O_CREAT | os.O_WRONLY, 0o644)
     if size: os.ftruncate(fd, size)
     os.close(fd)

@@ -201,6 +201,15 @@ echo "| mount process peak RSS after ls -lR of $SCALE files | $rss |"
 echo "| unlock + mount, credential through the KDF (600,000 iterations), empty vault | $kdf_mount s |"
 echo "| unlock + mount, remembered key (no KDF), empty vault | $nokdf_mount s |"
 
+# A million files, filled through the engine, against an empty vault and securefs (BENCH_MILLION=0
+# leaves it out; it takes about half an hour).
+if [ "${BENCH_MILLION:-1}" != 0 ]; then
+  echo
+  scripts/bench-scale.sh "${BENCH_MILLION_FILES:-1000000}" 3
+  echo
+  scripts/compaction-latency.sh "${BENCH_MILLION_FILES:-1000000}" 20000
+fi
+
 # Disk use of the same trees in each target (sizes, not speeds: one run). BENCH_DISK=0 leaves it out.
 if [ "${BENCH_DISK:-1}" != 0 ]; then
   echo

@@ -33,13 +33,17 @@ do {
     let master = try keychain.getMasterKey(for: header.vaultID)
     let vault = try VaultAccess.open(at: path, master: master, keychain: keychain, readOnly: false)
     master.wipe()
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-    func next() -> UInt64 {  // xorshift64*: reproducible filler, not a secret
+    // xorshift64*: reproducible, not secret. Sizes have a stream of their own, so that
+    // scripts/bench-scale.sh can make the same sizes elsewhere with one draw per file.
+    func xorshift(_ state: inout UInt64) -> UInt64 {
         state ^= state >> 12
         state ^= state << 25
         state ^= state >> 27
         return state &* 0x2545_F491_4F6C_DD1D
     }
+    var sizeState: UInt64 = 0x9E37_79B9_7F4A_7C15
+    var fillState: UInt64 = 0x2545_F491_4F6C_DD1D
+    func next() -> UInt64 { xorshift(&fillState) }
     var buffer = [UInt8](repeating: 0, count: maximumSize)
     var parents: [UInt64] = []
     for d in 0..<directories {
@@ -48,7 +52,7 @@ do {
             try vault.makeNode(in: Inode.rootID, name: name, kind: .directory, permissions: 0o755, caller: .current).id)
     }
     for f in 0..<files {
-        let size = Int(next() % UInt64(maximumSize + 1))
+        let size = Int(xorshift(&sizeState) % UInt64(maximumSize + 1))
         buffer.withUnsafeMutableBytes { b in
             var i = 0
             while i < size {
