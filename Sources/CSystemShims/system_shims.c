@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/vfs.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,12 @@ int vaultaire_syncfs(int fd) { return syncfs(fd); }
 
 int vaultaire_fallocate(int fd, int mode, long long offset, long long length) {
     return fallocate(fd, mode, offset, length);
+}
+
+long long vaultaire_filesystem_type(int fd) {
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return -1;
+    return (long long)fs.f_type;
 }
 
 int vaultaire_disable_core_dumps(void) {

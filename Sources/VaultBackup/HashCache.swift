@@ -69,11 +69,7 @@ struct HashCache {
         }
     }
 
-    static func directory() -> String? {
-        if let cache = FileSystem.environment("XDG_CACHE_HOME") { return cache + "/vaultaire/backup-hashes" }
-        if let home = FileSystem.environment("HOME") { return home + "/.cache/vaultaire/backup-hashes" }
-        return nil
-    }
+    static func directory() -> String? { FileSystem.cacheDirectory("backup-hashes") }
 
     /// The hash recorded for `path`, if the file still has the stamp it had then.
     func hash(of path: String, stamp: Stamp) -> [UInt8]? {

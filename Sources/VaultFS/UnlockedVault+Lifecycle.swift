@@ -5,6 +5,11 @@ import VaultSystem
 
 /// Making everything durable, and locking: persist, then wipe keys and caches.
 extension UnlockedVault {
+    /// A process that serves the vault for long (the mount daemon, after it has detached) calls this
+    /// once: the watch for conflict copies then reads its events as they come, rather than leaving
+    /// them queued in the kernel until the lock.
+    public func startWatchingForConflictCopies() { conflictWatch?.startReading() }
+
     /// Journals every pending record change; with `durable`, syncs blobs and journal first. The syncs
     /// run outside `meta`, so requests of other processes go on meanwhile.
     public func commit(durable: Bool) throws {
@@ -32,7 +37,10 @@ extension UnlockedVault {
         stopCompactingWhileOpen()
         reaper.drain()
         defer { wipeAndRelease() }
-        guard !readOnly else { return }
+        guard !readOnly else {
+            conflictWatch?.recordClean()
+            return
+        }
         let files = meta.withLock { Array($0.openFiles.values) }
         for f in files { try commitFile(f, durable: false) }
         do { try rotateExhaustedContentKeys() } catch {
@@ -55,12 +63,15 @@ extension UnlockedVault {
             return s.journal.lastSeq
         }
         try generations?.setGeneration(generation, for: header.vaultID)
+        // Last: the blobs written, thumbnails made and files removed above all change the directories.
+        conflictWatch?.recordClean()
     }
 
     /// Drops keys and caches now (also the path taken when persisting failed). Files' locks are taken
     /// after `meta` is let go, in the documented order.
     func wipeAndRelease() {
         stopCompactingWhileOpen()  // it seals with the index key wiped below
+        conflictWatch?.cancel()
         reaper.drain()
         let files = meta.withLock { s -> [OpenFile] in
             let files = Array(s.openFiles.values)

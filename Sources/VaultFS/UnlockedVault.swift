@@ -35,6 +35,11 @@ public final class UnlockedVault: @unchecked Sendable {
     /// Set when the header's checksum or MAC did not match (a read-only open only; a writable one
     /// refuses). Set during init only.
     public private(set) var headerDamaged = false
+    /// Watches the fan-out directories for conflict copies until the lock (nil where no record is kept).
+    let conflictWatch: ConflictWatch?
+    /// How many fan-out directories the scan at open listed (the others were unchanged since they
+    /// were last known to hold no conflict copy). Set during init only.
+    public private(set) var listedFanOutDirectories = 0
 
     public static let maximumNameLength = 255
 
@@ -58,8 +63,20 @@ public final class UnlockedVault: @unchecked Sendable {
         // Before anything is written (the lock file included): a refused open changes nothing. The
         // snapshot is decoded meanwhile (reading only), which in a large vault takes as long as the scans.
         let store = IndexStore(directory: try layout.indexDirectory(), vaultID: header.vaultID, key: keys.index)
-        let (_, (conflicts, newerBlobs)) = try SideBySide.run(
-            { store.preloadSnapshot() }, { (try SyncConflict.scan(layout), try BlobNewerThanIndex.scan(layout)) })
+        // Watching from before the scan, so that the lock can tell the next open what it need not list.
+        let watch = ConflictWatch.start(layout: layout, vaultID: header.vaultID, master: master)
+        conflictWatch = watch
+        let (_, (findings, newerBlobs)) = try SideBySide.run(
+            { store.preloadSnapshot() },
+            {
+                (
+                    try SyncConflict.scan(layout, skipping: watch?.record ?? CleanDirectories()),
+                    try BlobNewerThanIndex.scan(layout)
+                )
+            })
+        let conflicts = findings.copies
+        watch?.scanFound(conflicts)
+        listedFanOutDirectories = findings.listedFanOut
         let inUse = (try layout.lockFile().status()?.size ?? 0) > 0
         if !readOnly && !(conflicts.isEmpty && newerBlobs.isEmpty) {
             let state = UnlockedVault.readIndexUnchanged(layout: layout, header: header, keys: keys)

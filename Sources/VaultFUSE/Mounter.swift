@@ -126,7 +126,8 @@ public enum Mounter {
             SystemLog.useSyslog()
             for notice in vault.notices { mounted.log(.warning, notice) }
         }
-        // After daemonizing: the listening thread must run in the process that serves.
+        // After daemonizing: these threads must run in the process that serves.
+        vault.startWatchingForConflictCopies()
         let witnesses = listed.flatMap { UnmountWitnesses(device: $0.device) }
         mounted.log(.notice, "mounted on \(mountpoint)\(options.readOnly ? " (read-only)" : "")")
         ServiceManager.ready(status: "Mounted \(vault.layout.root) on \(mountpoint)")

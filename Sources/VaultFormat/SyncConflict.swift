@@ -61,8 +61,21 @@ public struct SyncConflict: Equatable, Sendable {
     /// directories, sorted by path. Directories are listed through the vault's descriptor and no
     /// symbolic link is followed; a missing directory is skipped.
     public static func scan(_ layout: VaultLayout) throws -> [SyncConflict] {
+        try scan(layout, skipping: CleanDirectories()).copies
+    }
+
+    /// What a scan found, and how many fan-out directories it listed.
+    public struct Findings {
+        public let copies: [SyncConflict]
+        public let listedFanOut: Int
+    }
+
+    /// As `scan`, but a fan-out directory that `clean` holds to be unchanged since it was known to
+    /// hold no copy is not listed.
+    public static func scan(_ layout: VaultLayout, skipping clean: CleanDirectories) throws -> Findings {
         let root = try layout.directory().file("")
         var found: [SyncConflict] = []
+        var listedFanOut = 0
         func look(in directory: AnchoredPath) throws -> [AnchoredPath.Entry] {
             let entries: [AnchoredPath.Entry]
             do { entries = try directory.entries() } catch let e as SystemError where e.errno == ENOENT { return [] }
@@ -76,10 +89,22 @@ public struct SyncConflict: Equatable, Sendable {
         _ = try look(in: root.appending("index"))
         for top in ["blobs", "thumbs"] {
             for sub in try look(in: root.appending(top)) where sub.isDirectory && sub.name.utf8.count == 2 {
-                _ = try look(in: root.appending(top + "/" + sub.name))
+                let directory = root.appending(top + "/" + sub.name)
+                if !clean.stamps.isEmpty, let status = try directory.status(),
+                    clean.isUnchanged(directory.relative, status)
+                {
+                    continue
+                }
+                listedFanOut += 1
+                _ = try look(in: directory)
             }
         }
-        return found.sorted { $0.path < $1.path }
+        return Findings(copies: found.sorted { $0.path < $1.path }, listedFanOut: listedFanOut)
+    }
+
+    /// The directory holding the copy ("blobs/ab"), as `CleanDirectories` names it.
+    public var directory: String {
+        path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
     }
 
     init(directory: String, name: String, original: String) {

@@ -113,12 +113,17 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
         return st
     }
 
-    /// What an entry is, how long, and when it was last modified.
+    /// What an entry is, how long, when it was last modified and changed, and which inode it is.
     public struct Status: Sendable {
         public let mode: mode_t
         public let size: Int
         /// Nanoseconds since the epoch.
         public let modified: Int64
+        /// The inode's change time, in nanoseconds since the epoch: it moves with every change of
+        /// contents or attributes, and no program can set it.
+        public let changed: Int64
+        public let device: UInt64
+        public let inode: UInt64
 
         public var isRegularFile: Bool { mode & S_IFMT == S_IFREG }
         public var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
@@ -127,8 +132,11 @@ public struct AnchoredPath: CustomStringConvertible, Sendable {
     /// The entry itself (a symbolic link is not followed), or nil when nothing has the name.
     public func status() throws -> Status? {
         guard let st = try lstatEntry() else { return nil }
-        let modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-        return Status(mode: st.st_mode, size: Int(st.st_size), modified: modified)
+        return Status(
+            mode: st.st_mode, size: Int(st.st_size),
+            modified: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+            changed: Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec),
+            device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     // MARK: Changing

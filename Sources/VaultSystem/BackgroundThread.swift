@@ -1,11 +1,37 @@
 import Glibc
 
-/// A detached thread of the program's own (not Dispatch's): named, free to run on every CPU the
-/// process may use (see `FileSystem.becomeBackgroundThread`), running `body` until it returns.
+/// A thread of the program's own (not Dispatch's): named, free to run on every CPU the process may
+/// use (see `FileSystem.becomeBackgroundThread`), running `body` until it returns.
 public enum BackgroundThread {
-    /// False when no thread could be made (`body` then never runs).
+    /// Starts a detached thread; false when no thread could be made (`body` then never runs).
     @discardableResult
     public static func start(named name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let thread = create(named: name, body) else { return false }
+        pthread_detach(thread)
+        return true
+    }
+
+    /// Starts a thread that is waited for with `Joinable.join`; nil when no thread could be made.
+    public static func startJoinable(named name: String, _ body: @escaping @Sendable () -> Void) -> Joinable? {
+        create(named: name, body).map(Joinable.init)
+    }
+
+    /// A thread to wait for once, from one other thread.
+    public final class Joinable: @unchecked Sendable {  // `joined` is touched only by the one thread that joins
+        private let thread: pthread_t
+        private var joined = false
+
+        init(_ thread: pthread_t) { self.thread = thread }
+
+        /// Waits until the thread's body has returned.
+        public func join() {
+            guard !joined else { return }
+            joined = true
+            pthread_join(thread, nil)
+        }
+    }
+
+    private static func create(named name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t? {
         final class Job: @unchecked Sendable {  // handed from this thread to the new one, never shared
             let name: String
             let body: @Sendable () -> Void
@@ -26,9 +52,8 @@ public enum BackgroundThread {
             }, raw)
         guard made == 0 else {
             Unmanaged<Job>.fromOpaque(raw).release()
-            return false
+            return nil
         }
-        pthread_detach(thread)
-        return true
+        return thread
     }
 }

@@ -117,6 +117,20 @@ public enum FileSystem {
         return name.isEmpty ? "this device" : name
     }
 
+    /// The type of the filesystem holding `directory` (statfs's f_type: 0xEF53 for ext4), or nil.
+    public static func filesystemType(of directory: DirectoryDescriptor) -> Int64? {
+        let type = vaultaire_filesystem_type(directory.rawValue)
+        return type < 0 ? nil : Int64(type)
+    }
+
+    /// `$XDG_CACHE_HOME/vaultaire/<name>`, or `$HOME/.cache/vaultaire/<name>`: where the program keeps
+    /// what only saves time and may be lost. Nil when neither variable is set.
+    public static func cacheDirectory(_ name: String) -> String? {
+        if let cache = environment("XDG_CACHE_HOME") { return cache + "/vaultaire/" + name }
+        if let home = environment("HOME") { return home + "/.cache/vaultaire/" + name }
+        return nil
+    }
+
     public static func environment(_ name: String) -> String? {
         guard let v = getenv(name) else { return nil }
         let s = String(cString: v)

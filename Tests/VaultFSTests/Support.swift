@@ -21,6 +21,8 @@ final class TestVault {
         setenv("VAULTAIRE_ALLOW_WEAK_KDF", "1", 1)
         root = "/tmp/vaultaire-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileSystem.makeDirectories(root)
+        // The record of clean fan-out directories (ConflictWatch) goes with the test's directory.
+        setenv("XDG_CACHE_HOME", root + "/cache", 1)
         keychain = Keychain(backend: FileKeychain(directory: root + "/keychain"))
         var options = VaultAccess.CreateOptions()
         options.iterations = 1000

@@ -14,6 +14,9 @@ enum {
     VAULTAIRE_FALLOC_KEEP_SIZE = 0x01,
     VAULTAIRE_FALLOC_PUNCH_HOLE = 0x02,
 };
+/// The f_type of fstatfs(2) for the filesystem holding `fd` (struct statfs is not in the Glibc
+/// module), or -1 with errno set.
+long long vaultaire_filesystem_type(int fd);
 /// prctl(PR_SET_DUMPABLE, 0): no core dumps, no ptrace by same-uid processes. prctl is variadic.
 int vaultaire_disable_core_dumps(void);
 // Names the calling thread and lets it run on every CPU the process may use: a thread started while
