@@ -99,8 +99,7 @@ public struct IndexState: Equatable {
         indexSeals = version >= 2 ? try input.read { try $0.u64() } : 0
         let count = Int(try input.read { try $0.u32() })
         var strings = RecentStrings()
-        for _ in 0..<count {
-            let inode = try input.read { try Inode(decoding: &$0, version: version, strings: &strings) }
+        func take(_ inode: Inode) throws {
             // Parsed before the tag is checked: a bad number must be an error, never a trap.
             guard inode.id >= Inode.rootID, inode.id < UInt64.max else {
                 throw FormatError.damaged("inode number \(inode.id) out of range")
@@ -108,28 +107,31 @@ public struct IndexState: Equatable {
             inodes[inode.id] = inode
             if inode.kind == .directory { entries[inode.id] = [:] }
         }
+        try input.readEach(count, parse: { try Inode(decoding: &$0, version: version, strings: &strings) }, take: take)
         let links = Int(try input.read { try $0.u32() })
-        // Entries come sorted by directory: each directory's are gathered and stored at once.
+        // Entries come sorted by directory: each directory's are gathered, then stored at once in a
+        // dictionary made the right size.
         var directory: UInt64 = 0
-        var gathered: [String: UInt64] = [:]
+        var gathered: [(name: String, child: UInt64)] = []
         func store() throws {
             guard !gathered.isEmpty else { return }
             guard var existing = entries.removeValue(forKey: directory) else {
                 throw FormatError.damaged("snapshot entry points nowhere")
             }
-            if existing.isEmpty { existing = gathered } else { existing.merge(gathered) { _, new in new } }
+            existing.reserveCapacity(existing.count + gathered.count)
+            for (name, child) in gathered { existing[name] = child }
             entries[directory] = existing
-            gathered = [:]
+            gathered.removeAll(keepingCapacity: true)
         }
-        for _ in 0..<links {
-            let (parent, name, child) = try input.read { r in (try r.u64(), try r.string(), try r.u64()) }
+        func link(_ parent: UInt64, _ name: String, _ child: UInt64) throws {
             guard inodes.contains(child) else { throw FormatError.damaged("snapshot entry points nowhere") }
             if parent != directory {
                 try store()
                 directory = parent
             }
-            gathered[name] = child
+            gathered.append((name, child))
         }
+        try input.readEach(links, parse: { r in (try r.u64(), try r.string(), try r.u64()) }, take: link)
         try store()
         try input.expectEnd()
         guard inodes.kind(of: Inode.rootID) == .directory else {
@@ -161,6 +163,28 @@ struct PieceReader {
                 return value
             } catch  where r.ranOut && !exhausted {}
             try refill()
+        }
+    }
+
+    /// Parses `count` values in order, handing each to `take` once it has parsed whole: all that have
+    /// arrived are parsed through one `ByteReader` (one per value costs a reference count each).
+    mutating func readEach<T>(
+        _ count: Int, parse: (inout ByteReader) throws -> T, take: (T) throws -> Void
+    ) throws {
+        var done = 0
+        while done < count {
+            do {
+                var r = ByteReader(window, what: what, from: offset)
+                while done < count {
+                    let value: T
+                    do { value = try parse(&r) } catch  where r.ranOut && !exhausted { break }
+                    offset = r.offset
+                    done += 1
+                    try take(value)
+                }
+            }
+            // The reader is gone: the window is changed in place, not copied.
+            if done < count { try refill() }
         }
     }
 

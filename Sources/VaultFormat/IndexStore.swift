@@ -474,8 +474,30 @@ public final class IndexStore {
         var sealsBefore: UInt64 = 0
         let state: IndexState
         do {
-            state = try IndexState(decodingPieces: nextPiece, version: version, indexSeals: &sealsBefore)
+            // Read and decrypted on a thread of its own, a few pieces ahead of the decoding (the longer
+            // part): the file's reads and the cipher are off the decoder's path.
+            (_, state) = try Pipeline.run(
+                callingThread: .uses, capacity: 4,
+                make: { send in
+                    while let piece = try nextPiece() { guard send(piece) else { return } }
+                },
+                use: { receive in
+                    try withoutActuallyEscaping(receive) { receive in
+                        var arrived: [[UInt8]] = []
+                        var taken = 0
+                        return try IndexState(
+                            decodingPieces: {
+                                if taken == arrived.count {
+                                    guard let more = receive() else { return nil }
+                                    (arrived, taken) = (more, 0)
+                                }
+                                taken += 1
+                                return arrived[taken - 1]
+                            }, version: version, indexSeals: &sealsBefore)
+                    }
+                })
         } catch {
+            // What failed is reported only once the tag has been checked: the rest is decrypted first.
             while try nextPiece() != nil {}
             try verify()
             throw error

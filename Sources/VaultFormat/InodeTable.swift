@@ -143,11 +143,11 @@ public struct InodeTable: Equatable, Sequence {
     }
 
     private mutating func put(_ inode: Inode) {
-        let packed = pack(inode)
         if let s = slot(of: inode.id) {
-            records[Int(s)] = packed
+            records[Int(s)] = pack(inode, replacing: records[Int(s)].flags & Packed.hasExtras != 0)
             return
         }
+        let packed = pack(inode, replacing: false)
         let s: UInt32
         if let free = freeSlots.popLast() {
             s = free
@@ -179,7 +179,8 @@ public struct InodeTable: Equatable, Sequence {
 
     // MARK: Packing
 
-    private mutating func pack(_ inode: Inode) -> Packed {
+    /// `replacing`: the record it replaces had extras (a new record has none to remove).
+    private mutating func pack(_ inode: Inode, replacing hadExtras: Bool) -> Packed {
         var flags: UInt8 = inode.needsCheck ? Packed.needsCheck : 0
         var high: UInt64 = 0
         var low: UInt64 = 0
@@ -196,7 +197,7 @@ public struct InodeTable: Equatable, Sequence {
         let mime = mimeTypes.number(of: inode.mimeType)
         if mime == nil { extra.mimeType = inode.mimeType }
         if extra.isEmpty {
-            extras[inode.id] = nil
+            if hadExtras { extras[inode.id] = nil }
         } else {
             flags |= Packed.hasExtras
             extras[inode.id] = extra
@@ -250,10 +251,17 @@ struct MIMETypeTable {
     static let capacity = Int(UInt16.max)
     private var names: [String] = [""]
     private var numbers: [String: UInt16] = ["": 0]
+    /// The type asked for last: records come in runs of one type, and comparing a string with itself
+    /// (the same storage, as `RecentStrings` hands out) costs less than hashing it.
+    private var last: (name: String, number: UInt16) = ("", 0)
 
     /// The number of `name`, added if new; nil once the table is full.
     mutating func number(of name: String) -> UInt16? {
-        if let n = numbers[name] { return n }
+        if name == last.name { return last.number }
+        if let n = numbers[name] {
+            last = (name, n)
+            return n
+        }
         guard names.count < MIMETypeTable.capacity else { return nil }
         let n = UInt16(names.count)
         names.append(name)

@@ -13,11 +13,12 @@ public enum Pipeline {
     ///   - make: makes the batches; stops early when `send` answers false.
     ///   - use: takes batches until `receive` answers nil; `receive` waits for the next and returns
     ///     every batch made since the last call, so that a stage that fell behind catches up in one step.
+    ///   - capacity: at most this many batches wait for the user; `send` waits for room (nil: no limit).
     public static func run<Batch: Sendable, Made, Used>(
-        callingThread: CallingThread, make: (_ send: (Batch) -> Bool) throws -> Made,
+        callingThread: CallingThread, capacity: Int? = nil, make: (_ send: (Batch) -> Bool) throws -> Made,
         use: (_ receive: () -> [Batch]?) throws -> Used
     ) throws -> (Made, Used) {
-        let handOff = HandOff<Batch>()
+        let handOff = HandOff<Batch>(capacity: capacity ?? Int.max)
         func making() -> Result<Made, Error> {
             let made = Result { try make(handOff.send) }
             if case .failure(let e) = made { handOff.fail(e) } else { handOff.finish() }
@@ -55,10 +56,12 @@ private final class HandOff<Batch: Sendable>: @unchecked Sendable {  // `state` 
     }
 
     private var state = State()
+    private let capacity: Int
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(changed, nil)
     }
@@ -76,14 +79,18 @@ private final class HandOff<Batch: Sendable>: @unchecked Sendable {  // `state` 
         return body(&state)
     }
 
-    /// Queues `batch` for the user; false once the pipeline failed or the user takes no more.
+    /// Queues `batch` for the user, once there is room; false once the pipeline failed or the user
+    /// takes no more.
     func send(_ batch: Batch) -> Bool {
-        withLock { s in
-            guard s.failure == nil && !s.closed else { return false }
-            s.ready.append(batch)
-            pthread_cond_signal(changed)
-            return true
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while state.ready.count >= capacity && state.failure == nil && !state.closed {
+            pthread_cond_wait(changed, mutex)
         }
+        guard state.failure == nil && !state.closed else { return false }
+        state.ready.append(batch)
+        pthread_cond_broadcast(changed)
+        return true
     }
 
     /// Waits for batches; every one queued, or nil when the maker has finished and all were taken,
@@ -93,7 +100,10 @@ private final class HandOff<Batch: Sendable>: @unchecked Sendable {  // `state` 
         defer { pthread_mutex_unlock(mutex) }
         while state.ready.isEmpty && !state.finished && state.failure == nil { pthread_cond_wait(changed, mutex) }
         guard state.failure == nil, !state.ready.isEmpty else { return nil }
-        defer { state.ready = [] }
+        defer {
+            state.ready = []
+            pthread_cond_broadcast(changed)  // a maker waiting for room
+        }
         return state.ready
     }
 
@@ -106,7 +116,12 @@ private final class HandOff<Batch: Sendable>: @unchecked Sendable {  // `state` 
     }
 
     /// The user takes no more: later sends answer false.
-    func close() { withLock { $0.closed = true } }
+    func close() {
+        withLock { s in
+            s.closed = true
+            pthread_cond_broadcast(changed)
+        }
+    }
 
     /// Stops the pipeline with `error`, unless it has already failed: the first failure is the one reported.
     func fail(_ error: Error) {

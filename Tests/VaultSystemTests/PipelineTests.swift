@@ -98,4 +98,29 @@ final class PipelineTests: XCTestCase {
                 }, { throw Refused(what: "second") })
         ) { XCTAssertEqual($0 as? Refused, Refused(what: "first")) }
     }
+
+    func testAMakerWithACapacityWaitsForTheUser() throws {
+        let taken = Guarded(0)
+        var furthestAhead = 0
+        let (_, received) = try Pipeline.run(
+            callingThread: .makes, capacity: 2,
+            make: { send in
+                for i in 0..<200 {
+                    XCTAssertTrue(send(i))
+                    furthestAhead = max(furthestAhead, i + 1 - taken.withLock { $0 })
+                }
+            },
+            use: { receive in
+                var got: [Int] = []
+                while let batches = receive() {
+                    usleep(500)
+                    got += batches
+                    taken.withLock { $0 = got.count }
+                }
+                return got
+            })
+        XCTAssertEqual(received, Array(0..<200), "every batch, in order")
+        // Two waiting, and at most two more taken but not yet counted.
+        XCTAssertLessThanOrEqual(furthestAhead, 4, "batches made ahead of the user")
+    }
 }
