@@ -63,7 +63,8 @@ final class WipeTests: XCTestCase {
             _ = try Array("a held note".utf8).withUnsafeBytes { try vault.write(held, at: 0, from: $0) }
             try vault.fsync(held)
             secrets = vault.maskedKeysForScan()
-            XCTAssertEqual(secrets.count, 5, "four vault keys and the held file's content key")
+            XCTAssertEqual(
+                secrets.count, 6, "four vault keys, the clean-directory record's key and the held file's content key")
             // Once another file's chunk has been sealed, the closed file's key is gone from memory.
             XCTAssertEqual(
                 try count([closedFileKey])[closedFileKey.label], 0, "a closed file's content key survived its close")
