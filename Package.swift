@@ -47,7 +47,8 @@ let package = Package(
                 ])
             ],
             linkerSettings: [
-                .linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
+                // libvips itself is loaded at the first thumbnail (dlopen, vips_shim.c).
+                .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
             ]),
 
         .target(name: "VaultCrypto", dependencies: ["COpenSSL"]),

@@ -65,8 +65,12 @@ mkdir -p "$work/debian"
 printf 'Source: vaultaire\n\nPackage: vaultaire\nArchitecture: any\n' > "$work/debian/control"
 shlibs="$(cd "$work" && dpkg-shlibdeps -O -e root/usr/bin/vaultaire 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
-# Thumbnails need libvips (libvips42 on Debian 12); dpkg-shlibdeps names it from the binary's NEEDED.
-case "$shlibs" in *libvips*) ;; *) echo "package-deb: libvips missing from Depends ($shlibs)" >&2; exit 1 ;; esac
+# Thumbnails need libvips (libvips42 on Debian 12). The binary loads it at its first thumbnail (dlopen),
+# so it is not among the NEEDED libraries dpkg-shlibdeps reads: the package holding it is added here.
+vips_library="$(ldconfig -p | awk '/libvips\.so\.[0-9]+ / {print $NF; exit}')"
+vips_package="$(dpkg -S "$(readlink -f "$vips_library")" 2>/dev/null | cut -d: -f1 | head -1)"
+[ -n "$vips_package" ] || { echo "package-deb: no installed package holds libvips" >&2; exit 1; }
+case "$shlibs" in *"$vips_package"*) ;; *) shlibs="$shlibs, $vips_package" ;; esac
 
 mkdir -p "$root/DEBIAN"
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"

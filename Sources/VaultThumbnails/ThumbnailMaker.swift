@@ -36,7 +36,7 @@ public enum ThumbnailMaker {
 
     private static let started: Bool = vaultaire_vips_start() == 0
 
-    /// Whether libvips started (it is linked in; this fails only if its init fails).
+    /// Whether libvips started (loaded at the first use; this fails if it is not installed or its init fails).
     public static var isAvailable: Bool { started }
 
     /// The kind of image `data` holds, its dimensions, or why it is none we make thumbnails of.

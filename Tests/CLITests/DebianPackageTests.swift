@@ -18,7 +18,7 @@ final class DebianPackageTests: XCTestCase {
             [ -f "$deb" ] || fail "no package at $deb"
 
             depends=$(dpkg-deb -f "$deb" Depends)
-            for p in libc6 libfuse3-3 libssl3 libsecret-1-0 liburing2 libglib2.0-0 fuse3 python3-mnemonic; do
+            for p in libc6 libfuse3-3 libssl3 libsecret-1-0 liburing2 libglib2.0-0 libvips42 fuse3 python3-mnemonic; do
               echo "$depends" | grep -Eq "(^|, )$p( |,|$)" || fail "Depends lacks $p: $depends"
             done
             if echo "$depends" | grep -q swift; then fail "Depends on a Swift runtime: $depends"; fi
