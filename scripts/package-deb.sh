@@ -67,8 +67,9 @@ shlibs="$(cd "$work" && dpkg-shlibdeps -O -e root/usr/bin/vaultaire 2>/dev/null 
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no libraries" >&2; exit 1; }
 # Thumbnails need libvips (libvips42 on Debian 12). The binary loads it at its first thumbnail (dlopen),
 # so it is not among the NEEDED libraries dpkg-shlibdeps reads: the package holding it is added here.
-vips_library="$(ldconfig -p | awk '/libvips\.so\.[0-9]+ / {print $NF; exit}')"
-vips_package="$(dpkg -S "$(readlink -f "$vips_library")" 2>/dev/null | cut -d: -f1 | head -1)"
+# (awk reads ldconfig's whole output: stopping early would fail the pipeline under pipefail.)
+vips_library="$(ldconfig -p | awk '/libvips\.so\.[0-9]+ / && !found {print $NF; found = 1}')"
+vips_package="$( (dpkg -S "$(readlink -f "$vips_library")" 2>/dev/null || true) | cut -d: -f1 | sed -n 1p)"
 [ -n "$vips_package" ] || { echo "package-deb: no installed package holds libvips" >&2; exit 1; }
 case "$shlibs" in *"$vips_package"*) ;; *) shlibs="$shlibs, $vips_package" ;; esac
 
