@@ -104,27 +104,12 @@ struct HashCache {
             w.i64(e.stamp.changed)
             w.raw(e.hash)
         }
-        w.raw(try Digest.hmacSHA256(key: macKey, message: w.bytes))
-        let old = umask(0o077)
-        defer { umask(old) }
-        try FileSystem.makeDirectories(directory)
-        let temp = path + ".tmp"
-        unlink(temp)
-        do {
-            let fd = try FileDescriptor(path: temp, flags: O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-            try fd.write(w.bytes, at: 0)
-            try fd.sync()
-        }
-        try retryingEINTR("rename", path: path) { rename(temp, path) }
+        try AuthenticatedCacheFile.write(
+            try AuthenticatedCacheFile.seal(w.bytes, key: macKey), to: path, in: directory)
     }
 
     private func decode(_ bytes: [UInt8]) throws -> [String: Entry] {
-        guard bytes.count >= 42 else { throw FormatError.malformed("backup hash cache") }
-        let body = Array(bytes[..<(bytes.count - 32)])
-        let mac = SecureBytes(copying: bytes[(bytes.count - 32)...])
-        guard mac.constantTimeEquals(try Digest.hmacSHA256(key: macKey, message: body)) else {
-            throw FormatError.malformed("backup hash cache authentication")
-        }
+        let body = try AuthenticatedCacheFile.open(bytes, key: macKey, minimum: 10, what: "backup hash cache")
         var r = ByteReader(body, what: "backup hash cache")
         guard try r.raw(4) == HashCache.magic, try r.u16() == HashCache.version else {
             throw FormatError.malformed("backup hash cache version")

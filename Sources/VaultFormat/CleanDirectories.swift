@@ -102,11 +102,8 @@ public struct CleanDirectories: Equatable {
             w.u64(stamp.inode)
             w.i64(stamp.changed)
         }
-        w.raw(try Digest.hmacSHA256(key: key, message: w.bytes))
-        let old = umask(0o077)
-        defer { umask(old) }
-        try FileSystem.makeDirectories(directory)
-        try FileSystem.replaceFile(path, with: w.bytes)
+        try AuthenticatedCacheFile.write(
+            try AuthenticatedCacheFile.seal(w.bytes, key: key), to: path, in: directory)
     }
 
     static func file(vaultID: [UInt8]) throws -> String? {
@@ -115,12 +112,7 @@ public struct CleanDirectories: Equatable {
     }
 
     static func decode(_ bytes: [UInt8], key: SecureBytes) throws -> CleanDirectories {
-        guard bytes.count >= 42 else { throw FormatError.malformed("clean-directory record") }
-        let body = Array(bytes[..<(bytes.count - 32)])
-        let mac = SecureBytes(copying: bytes[(bytes.count - 32)...])
-        guard mac.constantTimeEquals(try Digest.hmacSHA256(key: key, message: body)) else {
-            throw FormatError.malformed("clean-directory record authentication")
-        }
+        let body = try AuthenticatedCacheFile.open(bytes, key: key, minimum: 10, what: "clean-directory record")
         var r = ByteReader(body, what: "clean-directory record")
         guard try r.raw(4) == magic, try r.u16() == version else {
             throw FormatError.malformed("clean-directory record version")
