@@ -32,6 +32,9 @@ final class OpenFile: @unchecked Sendable {
     var headerName = ""
     /// The record's content seal count when the blob was opened; `blob.seals` counts on from there.
     var sealBase: UInt64 = 0
+    /// False while the file is open since its creation and nothing stored thumbnails for it (behind
+    /// `meta`): its last release can then skip looking for thumbnails to remove.
+    var mayHaveThumbnails = true
 
     let cache: SecureBytes
     private var cacheIndex = -1
@@ -442,6 +445,15 @@ final class OpenFile: @unchecked Sendable {
         gaps = OpenFile.clip(holes, below: chunkCount)
         tolerateLastChunkFlag = true
         modifiedSinceCommit = false
+    }
+
+    /// Calls `body` with the file's first `min(size, count)` bytes when the cache holds them (nil
+    /// when they would have to be read from the blob). The bytes stay in the cache's wiping memory.
+    func withCachedLeadingBytes<R>(_ count: Int, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        let wanted = min(size, count)
+        if wanted == 0 { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard cacheIndex == 0 else { return body(nil) }
+        return cache.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<wanted])) }
     }
 
     /// Drops the plaintext cache (wiped) — on release and on lock.

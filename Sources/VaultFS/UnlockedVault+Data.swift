@@ -252,28 +252,35 @@ extension UnlockedVault {
                 if lastHandle { discardUnsavedChanges(f, after: error) }
             }
         }
-        let (last, removed) = meta.withLock { s -> (Bool, Inode?) in
+        let (last, removed, mayHaveThumbnails) = meta.withLock { s -> (Bool, Inode?, Bool) in
             f.handles -= 1
             if handle.writable { f.writers -= 1 }
-            guard f.handles == 0 else { return (false, nil) }
+            guard f.handles == 0 else { return (false, nil, true) }
             s.openFiles[f.id] = nil
-            guard let node = s.index.inodes[f.id], node.linkCount == 0 else { return (true, nil) }
+            guard let node = s.index.inodes[f.id], node.linkCount == 0 else { return (true, nil, f.mayHaveThumbnails) }
             do {
                 try s.commit([.removeInode(f.id)])
-                return (true, node)
+                return (true, node, true)
             } catch {
                 // The nameless record stays; the next writable open removes it with its blob.
                 report("could not remove the last of unlinked \(f.id): \(error)")
-                return (true, nil)
+                return (true, nil, true)
             }
         }
         if let removed { reaper.remove(blobFiles(of: removed)) }
-        // After the last writer: its contents may be new (thumbnails follow, off this thread).
-        if last && handle.writable && !deletedWithIt { contentChanged(f.id) }
         if last {
             // No handle reaches this file any more (a new open makes a new one): its key goes now,
             // not whenever the last reference to it is dropped.
             f.lock.withLock {
+                // After the last writer: its contents may be new (thumbnails follow, off this thread).
+                // The first bytes go along while the cache still holds them, so that the observer
+                // can tell a small file is no image without reading it back.
+                if handle.writable && !deletedWithIt {
+                    f.withCachedLeadingBytes(ContentChange.leadingByteLimit) { bytes in
+                        contentChanged(
+                            ContentChange(id: f.id, leadingBytes: bytes, mayHaveThumbnails: mayHaveThumbnails))
+                    }
+                }
                 f.dropCache()
                 f.blob.wipeKey()
             }

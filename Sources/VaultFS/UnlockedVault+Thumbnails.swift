@@ -12,6 +12,9 @@ extension UnlockedVault {
     /// outlives its file.
     public func setThumbnails(_ id: UInt64, _ set: ThumbnailSet) throws {
         try requireWritable()
+        // Before the file exists: a writer's last release from now on must not take it for a file
+        // that has none.
+        meta.withLock { $0.openFiles[id]?.mayHaveThumbnails = true }
         let node = try attributes(id)
         guard node.kind == .file, !node.blobID.isEmpty else { throw FSError(EINVAL) }
         let sealed = try Thumbnail.seal(
@@ -74,14 +77,15 @@ extension UnlockedVault {
     /// The large thumbnail, or nil.
     public func thumbnail(_ id: UInt64) throws -> [UInt8]? { try thumbnails(id)?.large }
 
-    /// Calls `handler` with a file's inode ID when the last handle of a file that was open for writing
-    /// is released (close after writing, truncate, `put`): the moment its contents may have changed
-    /// for good. Runs on the releasing thread: it must only queue work.
-    public func onContentChanged(_ handler: @escaping @Sendable (UInt64) -> Void) {
+    /// Calls `handler` when the last handle of a file that was open for writing is released (close
+    /// after writing, truncate, `put`): the moment its contents may have changed for good. Runs on the
+    /// releasing thread, with the file's lock held: it must only queue work, and must not keep
+    /// `ContentChange.leadingBytes` past the call.
+    public func onContentChanged(_ handler: @escaping @Sendable (ContentChange) -> Void) {
         contentObserver.set(handler)
     }
 
-    func contentChanged(_ id: UInt64) { contentObserver.call(id) }
+    func contentChanged(_ change: ContentChange) { contentObserver.call(change) }
 
     /// The whole contents of a regular file of at most `limit` bytes, in secure memory (wiped when
     /// released), with the record as it was when reading began. Throws EFBIG beyond `limit`.
@@ -119,6 +123,27 @@ extension UnlockedVault {
             }
         }
         return ids
+    }
+}
+
+/// What `onContentChanged` is told of a file whose last writer let go.
+public struct ContentChange {
+    /// How many leading bytes `leadingBytes` holds at most: enough for the signature of any format the
+    /// thumbnailer reads.
+    public static let leadingByteLimit = 64
+
+    public let id: UInt64
+    /// The file's first `min(size, leadingByteLimit)` bytes, when they were still in the open file's
+    /// plaintext cache (a small file just written); nil when finding them would mean reading the file.
+    /// Points into wiping memory and is valid only during the call.
+    public let leadingBytes: UnsafeRawBufferPointer?
+    /// False only for a file created since it was last opened: no thumbnail can exist for its blob.
+    public let mayHaveThumbnails: Bool
+
+    public init(id: UInt64, leadingBytes: UnsafeRawBufferPointer?, mayHaveThumbnails: Bool) {
+        self.id = id
+        self.leadingBytes = leadingBytes
+        self.mayHaveThumbnails = mayHaveThumbnails
     }
 }
 

@@ -25,7 +25,7 @@ public final class UnlockedVault: @unchecked Sendable {
     /// Where the engine reports what it could not do while serving (see `onReport`).
     private let reporter = Handler<String>()
     /// Told of files whose contents may have changed (`onContentChanged`; the thumbnailer).
-    let contentObserver = Handler<UInt64>()
+    let contentObserver = Handler<ContentChange>()
     /// Conflict copies a sync client left beside the vault's files, and blobs newer than the index
     /// that it does not account for (found at a read-only open, or one settling newer blobs; any
     /// other writable open refuses with `SyncConflictError`). Set during init only.

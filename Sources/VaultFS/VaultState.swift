@@ -145,6 +145,7 @@ struct VaultState {
         open.headerName = name
         open.handles = 1
         open.writers = 1
+        open.mayHaveThumbnails = false
         openFiles[id] = open
         return open
     }

@@ -18,8 +18,9 @@ public enum ThumbnailOutcome: Equatable, Sendable {
 
 /// Keeps a vault's thumbnails in step with its files, on one background thread at the lowest
 /// priority (`SCHED_IDLE`, nice 19), so a `cp` into the mount is not slowed by it: the engine tells
-/// it of each file released after writing (`UnlockedVault.onContentChanged`), the thread reads the
-/// file into secure memory, makes both sizes with libvips, seals and stores them. Files queued again
+/// it of each file released after writing (`UnlockedVault.onContentChanged`; a new file whose
+/// first bytes are no image's is passed over there and then), the thread reads the file into secure
+/// memory, makes both sizes with libvips, seals and stores them. Files queued again
 /// while waiting are made once. Its mutex is a leaf: nothing else is taken under it.
 public final class Thumbnailer: @unchecked Sendable {
     /// Files larger than this are not read whole into memory for a thumbnail.
@@ -33,6 +34,7 @@ public final class Thumbnailer: @unchecked Sendable {
     private var threadRunning = false
     private var stopped = false
     private var made = 0
+    private var lookedAt = 0
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
@@ -53,7 +55,18 @@ public final class Thumbnailer: @unchecked Sendable {
 
     /// Follows the vault's changes from now on.
     public func attach() {
-        vault.onContentChanged { [weak self] id in self?.enqueue(id) }
+        vault.onContentChanged { [weak self] change in
+            if Thumbnailer.needsLook(change) { self?.enqueue(change.id) }
+        }
+    }
+
+    /// Whether a released file needs the thread's look: not when it was created since it was last
+    /// opened (so it has no thumbnails to remove) and its first bytes, in hand, are no image's. Most
+    /// files `tar x` or `cp -r` write are such, and each look would open and decrypt it again.
+    static func needsLook(_ change: ContentChange) -> Bool {
+        // `leadingBytes` holds at least `ImageKind.prefixLength` bytes, or the whole file.
+        guard !change.mayHaveThumbnails, let head = change.leadingBytes else { return true }
+        return ImageKind.sniff(head) != nil
     }
 
     /// Queues a file (cheap; any thread).
@@ -96,6 +109,13 @@ public final class Thumbnailer: @unchecked Sendable {
         return made
     }
 
+    /// How many files the thread looked at so far (made, removed or skipped).
+    public var lookedAtCount: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return lookedAt
+    }
+
     private func run() {
         _ = vaultaire_idle_priority()
         pthread_mutex_lock(mutex)
@@ -120,6 +140,7 @@ public final class Thumbnailer: @unchecked Sendable {
             }
             pthread_mutex_lock(mutex)
             if outcome == .made { made += 1 }
+            lookedAt += 1
             busy = false
             pthread_cond_broadcast(changed)
         }

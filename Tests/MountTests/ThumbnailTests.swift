@@ -284,12 +284,12 @@ final class ThumbnailTests: MountTestCase {
         print("ThumbnailTests: daemon peak RSS \(peak) kB (\(baseline) kB before) with a 60 MP JPEG of \(sourceKB) kB")
     }
 
-    /// The thumbnailer's thread ran (an empty file was released after writing) but never made a
-    /// thumbnail: unmount still saves and confirms (it once crashed freeing libvips' thread state
-    /// that was never made).
+    /// The thumbnailer's thread ran (a file was written again after a close, so it was looked at) but
+    /// never made a thumbnail: unmount still saves and confirms (it once crashed freeing libvips'
+    /// thread state that was never made).
     func testUnmountAfterOnlyNonImagesSavesAndConfirms() throws {
         try mv.mount()
-        try mv.shell("touch empty && echo text > note.txt")
+        try mv.shell("touch empty && echo text > note.txt && echo more >> note.txt")
         try mv.unmount()
         try mv.verify()
     }

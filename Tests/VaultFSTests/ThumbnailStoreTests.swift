@@ -40,7 +40,7 @@ final class ThumbnailStoreTests: XCTestCase {
         let tv = try TestVault()
         let v = try tv.open()
         let seen = Guarded<[UInt64]>([])
-        v.onContentChanged { id in seen.withLock { $0.append(id) } }
+        v.onContentChanged { change in seen.withLock { $0.append(change.id) } }
         try v.writeFile("/a.png", [9])
         let a = try v.resolve("/a.png")
         XCTAssertEqual(seen.withLock { $0 }, [a.id])
@@ -48,6 +48,59 @@ final class ThumbnailStoreTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0 }, [a.id], "a read-only release reports nothing")
         try v.setSize(a.id, to: 0)
         XCTAssertEqual(seen.withLock { $0 }, [a.id, a.id], "truncate reports")
+        try v.close()
+    }
+
+    /// The last release of a writer passes on what the engine has without reading: a small file's first
+    /// bytes, still in its cache, and whether the file was created since it was opened (then no
+    /// thumbnail can exist for it).
+    func testTheLastReleaseCarriesTheFirstBytesAndWhetherTheFileIsNew() throws {
+        struct Seen: Equatable {
+            let id: UInt64
+            let leadingBytes: [UInt8]?
+            let mayHaveThumbnails: Bool
+        }
+        let tv = try TestVault()  // 4 KiB chunks
+        let v = try tv.open()
+        let seen = Guarded<[Seen]>([])
+        v.onContentChanged { c in
+            seen.withLock {
+                $0.append(
+                    Seen(
+                        id: c.id, leadingBytes: c.leadingBytes.map { Array($0) }, mayHaveThumbnails: c.mayHaveThumbnails
+                    ))
+            }
+        }
+        func created(_ name: String) throws -> VaultFS.FileHandle {
+            try v.create(in: Inode.rootID, name: name, permissions: 0o644, caller: .current)
+        }
+        let text = Array("a short text file".utf8)
+        let a = try created("a.txt")
+        _ = try text.withUnsafeBytes { try v.write(a, at: 0, from: $0) }
+        v.release(a)
+        let big = try created("big.bin")
+        _ = try randomBytes(3 * 4096 + 100).withUnsafeBytes { try v.write(big, at: 0, from: $0) }
+        v.release(big)
+        let empty = try created("empty")
+        v.release(empty)
+        let long = randomBytes(1000)
+        let again = try v.open(a.id, write: true)
+        _ = try long.withUnsafeBytes { try v.write(again, at: 0, from: $0) }
+        v.release(again)
+        let shot = try created("shot.png")
+        _ = try long.withUnsafeBytes { try v.write(shot, at: 0, from: $0) }
+        try v.setThumbnail(shot.id, image: [1])
+        v.release(shot)
+        XCTAssertEqual(
+            seen.withLock { $0 },
+            [
+                Seen(id: a.id, leadingBytes: text, mayHaveThumbnails: false),
+                Seen(id: big.id, leadingBytes: nil, mayHaveThumbnails: false),
+                Seen(id: empty.id, leadingBytes: [], mayHaveThumbnails: false),
+                Seen(id: a.id, leadingBytes: Array(long[0..<ContentChange.leadingByteLimit]), mayHaveThumbnails: true),
+                Seen(
+                    id: shot.id, leadingBytes: Array(long[0..<ContentChange.leadingByteLimit]), mayHaveThumbnails: true),
+            ])
         try v.close()
     }
 
@@ -67,7 +120,7 @@ final class ThumbnailStoreTests: XCTestCase {
         // 256 KiB holds a few thousand nested thunks, far fewer than the notices sent.
         let thread = Thread {
             for i in 0..<notices {
-                v.contentChanged(UInt64(i))
+                v.contentChanged(ContentChange(id: UInt64(i), leadingBytes: nil, mayHaveThumbnails: true))
                 v.report("notice")
             }
             done.signal()
